@@ -1,0 +1,228 @@
+//! The only writer: server-side apply of intents, the status subresource, deletions.
+//!
+//! Every write is skipped when the observed object already satisfies the intent (see
+//! [`covers`]), so a resync of an in-sync world costs zero writes. Each applied object carries
+//! an annotation with the hash of the intent it came from, so an intent that *drops* a field
+//! (which a subset comparison cannot see) still gets applied, and server-side apply removes it.
+
+pub mod compare;
+
+pub use compare::covers;
+
+use crate::kinds::Gvk;
+use crate::outcome::Intent;
+use crate::watch::Resolved;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, Preconditions};
+use kube::Client;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+/// Annotation holding the hash of the intent an object was last applied from.
+pub const INTENT_HASH: &str = "kwop.dev/intent-hash";
+
+/// What a write did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Write {
+    /// A request was sent.
+    Written,
+    /// Nothing to do: the object already matched.
+    Skipped,
+}
+
+/// Writes for one plugin, with its field manager.
+pub struct Applier {
+    client: Client,
+    field_manager: String,
+    /// (kind, namespace, name) → (uid, resourceVersion, hash) after our last apply: if the object
+    /// has not changed since, it still matches, even when the API server normalised a value
+    /// (e.g. a quantity) so that a plain comparison would say it differs.
+    memo: Mutex<HashMap<(Gvk, Option<String>, String), (String, String, String)>>,
+}
+
+fn hash_of(v: &Value) -> String {
+    use sha2::{Digest, Sha256};
+    // serde_json maps keep keys sorted (no preserve_order feature), so this is canonical.
+    hex::encode(&Sha256::digest(v.to_string().as_bytes())[..12])
+}
+
+impl Applier {
+    /// An applier writing as `field_manager`.
+    pub fn new(client: Client, field_manager: String) -> Self {
+        Applier {
+            client,
+            field_manager,
+            memo: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn api(&self, r: &Resolved, namespace: Option<&str>) -> Api<DynamicObject> {
+        match namespace {
+            Some(ns) if r.namespaced => Api::namespaced_with(self.client.clone(), ns, &r.resource),
+            _ => Api::all_with(self.client.clone(), &r.resource),
+        }
+    }
+
+    /// The object that will be applied: the intent, its namespace, the controller reference and
+    /// the intent hash.
+    pub fn desired(intent: &Intent, namespace: Option<&str>, owner: &OwnerReference) -> Value {
+        let mut body = intent.body.clone();
+        if let Some(meta) = body.get_mut("metadata").and_then(Value::as_object_mut) {
+            if let Some(ns) = namespace {
+                meta.insert("namespace".into(), json!(ns));
+            }
+            meta.insert("ownerReferences".into(), json!([owner]));
+        }
+        let hash = hash_of(&body);
+        if let Some(meta) = body.get_mut("metadata").and_then(Value::as_object_mut) {
+            let ann = meta.entry("annotations").or_insert_with(|| json!({}));
+            if let Some(a) = ann.as_object_mut() {
+                a.insert(INTENT_HASH.into(), json!(hash));
+            }
+        }
+        body
+    }
+
+    fn memo_matches(
+        &self,
+        key: &(Gvk, Option<String>, String),
+        observed: &DynamicObject,
+        hash: &str,
+    ) -> bool {
+        let memo = self.memo.lock().unwrap_or_else(|p| p.into_inner());
+        memo.get(key).is_some_and(|(uid, rv, h)| {
+            Some(uid) == observed.metadata.uid.as_ref()
+                && Some(rv) == observed.metadata.resource_version.as_ref()
+                && h == hash
+        })
+    }
+
+    fn remember(&self, key: (Gvk, Option<String>, String), written: &DynamicObject, hash: String) {
+        if let (Some(uid), Some(rv)) = (
+            written.metadata.uid.clone(),
+            written.metadata.resource_version.clone(),
+        ) {
+            self.memo
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(key, (uid, rv, hash));
+        }
+    }
+
+    /// Forgets what was applied for objects of a deleted primary's namespace/name (memory bound).
+    pub fn forget(&self, gvk: &Gvk, namespace: Option<&str>, name: &str) {
+        let key = (gvk.clone(), namespace.map(str::to_string), name.to_string());
+        self.memo
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&key);
+    }
+
+    /// Applies one desired object unless `observed` already satisfies it.
+    pub async fn apply(
+        &self,
+        r: &Resolved,
+        namespace: Option<&str>,
+        name: &str,
+        desired: &Value,
+        observed: Option<&DynamicObject>,
+    ) -> Result<Write, kube::Error> {
+        let hash = desired
+            .pointer(&format!(
+                "/metadata/annotations/{}",
+                INTENT_HASH.replace('/', "~1")
+            ))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let key = (
+            r.gvk.clone(),
+            namespace.map(str::to_string),
+            name.to_string(),
+        );
+        if let Some(o) = observed {
+            if self.memo_matches(&key, o, &hash) {
+                return Ok(Write::Skipped);
+            }
+            if serde_json::to_value(o).is_ok_and(|ov| covers(&ov, desired)) {
+                return Ok(Write::Skipped);
+            }
+        }
+        let pp = PatchParams::apply(&self.field_manager).force();
+        let written = self
+            .api(r, namespace)
+            .patch(name, &pp, &Patch::Apply(desired))
+            .await?;
+        self.remember(key, &written, hash);
+        Ok(Write::Written)
+    }
+
+    /// Writes the primary's status through the status subresource unless it already matches.
+    pub async fn status(
+        &self,
+        r: &Resolved,
+        primary: &DynamicObject,
+        status: &Value,
+    ) -> Result<Write, kube::Error> {
+        if primary
+            .data
+            .get("status")
+            .is_some_and(|s| covers(s, status))
+        {
+            return Ok(Write::Skipped);
+        }
+        let name = primary.metadata.name.clone().unwrap_or_default();
+        let body = json!({
+            "apiVersion": r.resource.api_version,
+            "kind": r.resource.kind,
+            "metadata": { "name": name, "namespace": primary.metadata.namespace },
+            "status": status,
+        });
+        let pp = PatchParams::apply(&self.field_manager).force();
+        self.api(r, primary.metadata.namespace.as_deref())
+            .patch_status(&name, &pp, &Patch::Apply(&body))
+            .await?;
+        Ok(Write::Written)
+    }
+
+    /// Deletes an object if it still is the one observed (UID precondition). Already gone is fine.
+    pub async fn delete(
+        &self,
+        r: &Resolved,
+        namespace: Option<&str>,
+        name: &str,
+        observed: Option<&DynamicObject>,
+    ) -> Result<Write, kube::Error> {
+        let Some(o) = observed else {
+            return Ok(Write::Skipped);
+        };
+        let dp = DeleteParams {
+            preconditions: Some(Preconditions {
+                uid: o.metadata.uid.clone(),
+                resource_version: None,
+            }),
+            propagation_policy: Some(kube::api::PropagationPolicy::Background),
+            ..DeleteParams::default()
+        };
+        match self.api(r, namespace).delete(name, &dp).await {
+            Ok(_) => {
+                self.forget(&r.gvk, namespace, name);
+                Ok(Write::Written)
+            }
+            Err(kube::Error::Api(s)) if s.code == 404 => Ok(Write::Skipped),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Reads an object from the API server (used when the cache has not seen it, so the fence
+    /// judges what really exists, not a cache that may lag behind).
+    pub async fn get_live(
+        &self,
+        r: &Resolved,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Option<DynamicObject>, kube::Error> {
+        self.api(r, namespace).get_opt(name).await
+    }
+}

@@ -1,0 +1,209 @@
+//! The command line: `kwop run` and the offline `kwop plugin ...` tools.
+
+mod offline;
+mod run;
+pub mod units;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// kwop — a Kubernetes operator host whose reconcile logic runs as WebAssembly components.
+#[derive(Debug, Parser)]
+#[command(name = "kwop", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    /// Log format.
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text, env = "KWOP_LOG_FORMAT")]
+    pub log_format: LogFormat,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Log output format.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run every plugin in a folder as a controller, following the folder for changes.
+    Run(RunArgs),
+    /// Work with plugin files offline (no cluster needed).
+    #[command(subcommand)]
+    Plugin(PluginCommand),
+}
+
+/// Sandbox limits for plugin calls.
+#[derive(Debug, Clone, Args)]
+pub struct SandboxArgs {
+    /// Wall-clock budget of one reconcile call (e.g. 1s, 500ms).
+    #[arg(long, default_value = "1s", value_parser = units::duration, env = "KWOP_PLUGIN_TIMEOUT")]
+    pub plugin_timeout: Duration,
+    /// Memory one plugin instance may use (e.g. 64Mi, 256Mi).
+    #[arg(long, default_value = "64Mi", value_parser = units::bytes, env = "KWOP_PLUGIN_MEMORY")]
+    pub plugin_memory: usize,
+    /// Folder of the precompiled-component cache [default: $XDG_CACHE_HOME/kwop/precompiled].
+    #[arg(long, env = "KWOP_CACHE_DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Do not cache compiled components on disk.
+    #[arg(long)]
+    pub no_cache: bool,
+}
+
+/// `kwop run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Folder of plugin components (`*.wasm`); changes are picked up without a restart.
+    #[arg(long, env = "KWOP_PLUGINS")]
+    pub plugins: PathBuf,
+    /// Kubeconfig file [default: $KUBECONFIG, ~/.kube/config, or in-cluster service account].
+    #[arg(long, env = "KUBECONFIG")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Kubeconfig context to use.
+    #[arg(long)]
+    pub context: Option<String>,
+    /// Watch and reconcile only this namespace (default: all namespaces).
+    #[arg(long, short = 'n', env = "KWOP_NAMESPACE")]
+    pub namespace: Option<String>,
+    /// Address of /metrics (also serves the probes unless --health-probe-bind-address differs);
+    /// "0" disables.
+    #[arg(long, alias = "metrics-addr", default_value = "127.0.0.1:8080")]
+    pub metrics_bind_address: String,
+    /// Address of /healthz, /readyz and /plugins.
+    #[arg(long, default_value = "127.0.0.1:8081")]
+    pub health_probe_bind_address: String,
+    /// Elect a leader through a Lease; only the leader reconciles.
+    #[arg(long)]
+    pub leader_elect: bool,
+    /// Namespace of the leader Lease [default: the pod's namespace, else "default"].
+    #[arg(long)]
+    pub leader_election_namespace: Option<String>,
+    /// Name of the leader Lease.
+    #[arg(long, default_value = "kwop-leader")]
+    pub leader_election_id: String,
+    /// Lease duration: how long a crashed leader blocks the standby.
+    #[arg(long, default_value = "15s", value_parser = units::duration)]
+    pub leader_lease_duration: Duration,
+    /// Concurrent reconciles per plugin.
+    #[arg(long, default_value_t = 4)]
+    pub workers: usize,
+    /// Re-check every object this often even without changes (costs no writes when in sync).
+    #[arg(long, default_value = "5m", value_parser = units::duration)]
+    pub resync_period: Duration,
+    /// Objects per second re-queued after a plugin swap, a resync or a relist.
+    #[arg(long, default_value_t = 200.0)]
+    pub requeue_rate: f64,
+    /// Sandbox limits.
+    #[command(flatten)]
+    pub sandbox: SandboxArgs,
+}
+
+/// `kwop plugin ...`.
+#[derive(Debug, Subcommand)]
+pub enum PluginCommand {
+    /// Print a plugin's info() as JSON; a file that is not a valid plugin exits 1 with one line.
+    Inspect {
+        /// The component.
+        file: PathBuf,
+        /// Sandbox limits.
+        #[command(flatten)]
+        sandbox: SandboxArgs,
+    },
+    /// Run one reconcile offline: the cache holds exactly the --observed objects. Prints the
+    /// outcome as JSON, or {"error":{...}} and exits 1 when the plugin fails or its outcome is
+    /// rejected by the host's write fence.
+    Reconcile {
+        /// The component.
+        file: PathBuf,
+        /// The primary object (JSON or YAML file, or - for stdin).
+        #[arg(long)]
+        primary: PathBuf,
+        /// Observed objects for the cache (JSON or YAML; a file may hold several YAML documents
+        /// or a List). Repeatable.
+        #[arg(long)]
+        observed: Vec<PathBuf>,
+        /// Print the outcome even if the write fence would reject it.
+        #[arg(long)]
+        no_fence: bool,
+        /// Sandbox limits.
+        #[command(flatten)]
+        sandbox: SandboxArgs,
+    },
+    /// Run conformance fixtures (folders with primary, observed and expected outcome) against a
+    /// plugin; exits 1 if any differs.
+    Test {
+        /// The component.
+        file: PathBuf,
+        /// Fixture folders, or folders of fixture folders.
+        #[arg(required = true)]
+        fixtures: Vec<PathBuf>,
+        /// Sandbox limits.
+        #[command(flatten)]
+        sandbox: SandboxArgs,
+    },
+    /// List the plugins in a folder (offline) or of a running host (--url http://HOST:PORT).
+    List {
+        /// Folder of plugins.
+        #[arg(long, conflicts_with = "url")]
+        plugins: Option<PathBuf>,
+        /// A running host's probe address, e.g. http://127.0.0.1:8081.
+        #[arg(long)]
+        url: Option<String>,
+        /// Sandbox limits.
+        #[command(flatten)]
+        sandbox: SandboxArgs,
+    },
+}
+
+fn init_tracing(format: LogFormat) {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_env("KWOP_LOG")
+        .unwrap_or_else(|_| EnvFilter::new("info,kube_lease_manager=warn"));
+    let b = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => b.init(),
+        LogFormat::Json => b.json().init(),
+    }
+}
+
+/// Parses a bind address; "0" or "" disables the endpoint.
+pub fn bind_addr(s: &str) -> anyhow::Result<Option<SocketAddr>> {
+    if s.is_empty() || s == "0" {
+        return Ok(None);
+    }
+    let s = if s.starts_with(':') {
+        format!("0.0.0.0{s}")
+    } else {
+        s.to_string()
+    };
+    Ok(Some(s.parse().map_err(|e| {
+        anyhow::anyhow!("invalid bind address {s:?}: {e}")
+    })?))
+}
+
+/// Entry point of the binary.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing(cli.log_format);
+    let result = match cli.command {
+        Command::Run(args) => run::run(args),
+        Command::Plugin(cmd) => offline::plugin(cmd),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("kwop: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

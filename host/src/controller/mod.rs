@@ -1,0 +1,392 @@
+//! One controller per plugin: its caches, its queue, its workers.
+//!
+//! Start-up follows sample-controller's `Run`: start the watches, wait for every cache to be
+//! listed once, then start the workers. A plugin swap with the same kinds replaces the plugin
+//! between reconciles (in-flight ones finish on the old version) and re-queues every primary at
+//! a bounded rate; a swap that changes kinds stops this controller and starts a new one.
+
+pub mod queue;
+mod reconcile;
+
+use crate::apply::Applier;
+use crate::kinds::Gvk;
+use crate::outcome::OutcomeLimits;
+use crate::plugin::LoadedPlugin;
+use crate::report::EventSink;
+use crate::telemetry::{health::PluginStatus, Health, Metrics};
+use crate::watch::{self, Caches, KindCache, ObjectKey, WatchEvent};
+use arc_swap::ArcSwap;
+use futures::StreamExt;
+use kube::Client;
+use queue::{Queue, RateLimit};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+/// Settings shared by every controller.
+#[derive(Debug, Clone)]
+pub struct ControllerConfig {
+    /// Concurrent reconciles per plugin.
+    pub workers: usize,
+    /// Every primary is re-queued this often (level-triggered safety net; costs no writes when in sync).
+    pub resync: Duration,
+    /// Re-queue rate (objects/s) after a swap, a resync or a relist, per plugin.
+    pub requeue_rate: f64,
+    /// Watch only this namespace.
+    pub namespace: Option<String>,
+    /// Outcome caps.
+    pub outcome_limits: OutcomeLimits,
+    /// Retry backoff.
+    pub rate_limit: RateLimit,
+    /// Name of this host instance, for events.
+    pub instance: Option<String>,
+}
+
+impl Default for ControllerConfig {
+    fn default() -> Self {
+        ControllerConfig {
+            workers: 4,
+            resync: Duration::from_secs(300),
+            requeue_rate: 200.0,
+            namespace: None,
+            outcome_limits: OutcomeLimits::default(),
+            rate_limit: RateLimit::default(),
+            instance: None,
+        }
+    }
+}
+
+/// What every controller shares.
+pub struct Shared {
+    /// API client.
+    pub client: Client,
+    /// Metrics.
+    pub metrics: Arc<Metrics>,
+    /// Health.
+    pub health: Arc<Health>,
+    /// Settings.
+    pub config: ControllerConfig,
+    /// Bounds plugin instances alive at once across all plugins (the engine's pool size).
+    pub instances: Arc<Semaphore>,
+}
+
+/// Why a controller could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// A declared kind is not served.
+    #[error(transparent)]
+    Discovery(#[from] crate::watch::discovery::DiscoveryError),
+}
+
+pub(crate) struct Inner {
+    pub(crate) file: String,
+    pub(crate) plugin: ArcSwap<LoadedPlugin>,
+    pub(crate) caches: Arc<Caches>,
+    pub(crate) primary: Arc<KindCache>,
+    pub(crate) queue: Arc<Queue<ObjectKey>>,
+    pub(crate) applier: Applier,
+    pub(crate) events: EventSink,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) stop: CancellationToken,
+    pacer: std::sync::Mutex<Option<CancellationToken>>,
+}
+
+/// A running controller.
+pub struct Controller {
+    inner: Arc<Inner>,
+    tasks: TaskTracker,
+    workers: TaskTracker,
+}
+
+impl Controller {
+    /// Resolves the plugin's kinds, starts its watches, and its workers once caches are synced.
+    pub async fn start(
+        shared: Arc<Shared>,
+        file: String,
+        plugin: Arc<LoadedPlugin>,
+    ) -> Result<Self, StartError> {
+        let info = plugin.info.clone();
+        let ns = shared.config.namespace.clone();
+        let mut caches = Caches::default();
+        let mut streams = Vec::new();
+        let kinds: Vec<(Gvk, Role)> = std::iter::once((info.primary.clone(), Role::Primary))
+            .chain(info.owns.iter().map(|g| (g.clone(), Role::Owned)))
+            .chain(info.reads.iter().map(|g| (g.clone(), Role::Read)))
+            .collect();
+        for (gvk, role) in &kinds {
+            let resolved = watch::resolve(&shared.client, gvk).await?;
+            let (cache, stream) = KindCache::start(shared.client.clone(), resolved, ns.as_deref());
+            caches.insert(cache);
+            streams.push((*role, gvk.clone(), stream));
+        }
+        let caches = Arc::new(caches);
+        let primary = caches
+            .kind(&info.primary)
+            .cloned()
+            .ok_or_else(|| unreachable_discovery(&info.primary))?;
+        let inner = Arc::new(Inner {
+            file: file.clone(),
+            applier: Applier::new(shared.client.clone(), info.field_manager()),
+            events: EventSink::new(
+                shared.client.clone(),
+                info.field_manager(),
+                shared.config.instance.clone(),
+            ),
+            plugin: ArcSwap::new(plugin.clone()),
+            caches,
+            primary,
+            queue: Arc::new(Queue::new(shared.config.rate_limit.clone())),
+            shared: shared.clone(),
+            stop: CancellationToken::new(),
+            pacer: std::sync::Mutex::new(None),
+        });
+        publish_info(&shared, &file, &plugin, false);
+        let tasks = TaskTracker::new();
+        for (role, gvk, stream) in streams {
+            let inner = inner.clone();
+            tasks.spawn(async move {
+                let mut stream = std::pin::pin!(stream);
+                loop {
+                    tokio::select! {
+                        _ = inner.stop.cancelled() => return,
+                        ev = stream.next() => match ev {
+                            Some(ev) => inner.on_watch_event(role, &gvk, ev),
+                            None => return,
+                        },
+                    }
+                }
+            });
+        }
+        let workers = TaskTracker::new();
+        {
+            let inner = inner.clone();
+            let workers = workers.clone();
+            tasks.spawn(async move { inner.run(workers).await });
+        }
+        tracing::info!(plugin = %info.name, version = %info.version, sha256 = %plugin.sha256, file = %file, primary = %info.primary, "controller started");
+        Ok(Controller {
+            inner,
+            tasks,
+            workers,
+        })
+    }
+
+    /// The active plugin.
+    pub fn plugin(&self) -> Arc<LoadedPlugin> {
+        self.inner.plugin.load_full()
+    }
+
+    /// Swaps in a new version with the same kinds; every primary is reconciled again.
+    pub fn swap(&self, next: Arc<LoadedPlugin>) {
+        let prev = self.inner.plugin.swap(next.clone());
+        let m = &self.inner.shared.metrics;
+        remove_info(&self.inner.shared, &self.inner.file, &prev);
+        publish_info(
+            &self.inner.shared,
+            &self.inner.file,
+            &next,
+            self.inner.caches.ready(),
+        );
+        m.swaps
+            .get_or_create(&Metrics::plugin(&next.info.name))
+            .inc();
+        tracing::info!(plugin = %next.info.name, from_version = %prev.info.version, to_version = %next.info.version,
+            from_sha256 = %prev.sha256, to_sha256 = %next.sha256, "plugin swapped; reconciling every object with the new version");
+        self.inner.requeue_all();
+    }
+
+    /// Stops gracefully: no new reconciles; in-flight ones finish; watches end. Deletes nothing.
+    pub async fn stop(self) {
+        let plugin = self.inner.plugin.load_full();
+        self.inner.stop.cancel();
+        self.inner.queue.shutdown();
+        self.workers.close();
+        self.workers.wait().await;
+        self.tasks.close();
+        self.tasks.wait().await;
+        remove_info(&self.inner.shared, &self.inner.file, &plugin);
+        self.inner
+            .shared
+            .metrics
+            .queue_depth
+            .remove(&Metrics::plugin(&plugin.info.name));
+        tracing::info!(plugin = %plugin.info.name, file = %self.inner.file, "controller stopped");
+    }
+}
+
+fn unreachable_discovery(g: &Gvk) -> StartError {
+    // The primary was inserted above; this cannot happen, but an error beats a panic.
+    StartError::Discovery(crate::watch::discovery::DiscoveryError::missing(g))
+}
+
+fn publish_info(shared: &Shared, file: &str, p: &LoadedPlugin, synced: bool) {
+    shared
+        .metrics
+        .plugin_info
+        .get_or_create(&info_labels(file, p))
+        .set(1);
+    shared.health.set_plugin(
+        file,
+        PluginStatus {
+            name: p.info.name.clone(),
+            version: p.info.version.clone(),
+            sha256: p.sha256.clone(),
+            file: file.to_string(),
+            primary: p.info.primary.to_string(),
+            synced,
+            last_error: None,
+        },
+    );
+}
+
+fn remove_info(shared: &Shared, file: &str, p: &LoadedPlugin) {
+    shared.metrics.plugin_info.remove(&info_labels(file, p));
+}
+
+fn info_labels(file: &str, p: &LoadedPlugin) -> crate::telemetry::metrics::InfoLabels {
+    crate::telemetry::metrics::InfoLabels {
+        plugin: p.info.name.clone(),
+        version: p.info.version.clone(),
+        sha256: p.sha256.clone(),
+        file: file.to_string(),
+    }
+}
+
+/// How a watched kind relates to the plugin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    Primary,
+    Owned,
+    Read,
+}
+
+impl Inner {
+    fn on_watch_event(self: &Arc<Self>, role: Role, gvk: &Gvk, ev: WatchEvent) {
+        match (role, ev) {
+            (Role::Primary, WatchEvent::Changed(o, false)) => self.queue.add(ObjectKey::of(&o)),
+            (Role::Primary, WatchEvent::Changed(o, true)) => {
+                let key = ObjectKey::of(&o);
+                self.queue.remove(&key);
+                self.events.forget(&key);
+            }
+            (Role::Owned, WatchEvent::Changed(o, deleted)) => {
+                if deleted {
+                    self.applier.forget(
+                        gvk,
+                        o.metadata.namespace.as_deref(),
+                        o.metadata.name.as_deref().unwrap_or_default(),
+                    );
+                }
+                let primary = &self.primary.resolved;
+                for r in o.metadata.owner_references.iter().flatten() {
+                    let owner = Gvk::from_api_version(&r.api_version, &r.kind);
+                    if r.controller == Some(true) && owner.same_group_kind(&primary.gvk) {
+                        let namespace = if primary.namespaced {
+                            o.metadata.namespace.clone()
+                        } else {
+                            None
+                        };
+                        self.queue.add(ObjectKey {
+                            namespace,
+                            name: r.name.clone(),
+                        });
+                    }
+                }
+            }
+            // After a relist (e.g. the API server came back), owned objects may have been deleted
+            // unseen: reconcile everything (free when in sync).
+            (Role::Owned, WatchEvent::Relisted { first: false }) => self.requeue_all(),
+            _ => {}
+        }
+    }
+
+    /// Re-queues every primary at the configured rate (cancelling a previous pass).
+    pub(crate) fn requeue_all(self: &Arc<Self>) {
+        let token = self.stop.child_token();
+        if let Some(prev) = self
+            .pacer
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .replace(token.clone())
+        {
+            prev.cancel();
+        }
+        let keys: Vec<ObjectKey> = self
+            .primary
+            .store
+            .state()
+            .iter()
+            .map(|o| ObjectKey::of(o))
+            .collect();
+        let queue = self.queue.clone();
+        let per_tick = (self.shared.config.requeue_rate / 100.0).ceil().max(1.0) as usize;
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_millis(10));
+            for chunk in keys.chunks(per_tick) {
+                tokio::select! {
+                    _ = token.cancelled() => return,
+                    _ = tick.tick() => chunk.iter().for_each(|k| queue.add(k.clone())),
+                }
+            }
+        });
+    }
+
+    async fn run(self: Arc<Self>, workers: TaskTracker) {
+        let name = self.plugin.load().info.name.clone();
+        // Wait for every cache to be listed once (sample-controller's WaitForCacheSync).
+        loop {
+            if self
+                .caches
+                .all()
+                .all(|k| k.synced.load(std::sync::atomic::Ordering::Relaxed))
+            {
+                break;
+            }
+            tokio::select! {
+                _ = self.stop.cancelled() => return,
+                _ = tokio::time::sleep(Duration::from_millis(20)) => {}
+            }
+        }
+        tracing::info!(plugin = %name, "caches synced; starting {} workers", self.shared.config.workers);
+        for _ in 0..self.shared.config.workers.max(1) {
+            let me = self.clone();
+            workers.spawn(async move { me.work().await });
+        }
+        let mut resync = tokio::time::interval_at(
+            tokio::time::Instant::now() + self.shared.config.resync,
+            self.shared.config.resync,
+        );
+        let mut report = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            tokio::select! {
+                _ = self.stop.cancelled() => return,
+                _ = resync.tick() => self.requeue_all(),
+                _ = report.tick() => {
+                    let name = self.plugin.load().info.name.clone();
+                    self.shared.metrics.queue_depth.get_or_create(&Metrics::plugin(&name)).set(self.queue.len() as i64);
+                    self.shared.health.set_synced(&self.file, self.caches.ready());
+                }
+            }
+        }
+    }
+
+    async fn work(self: Arc<Self>) {
+        while let Some(key) = self.queue.get().await {
+            let next = self.reconcile(&key).await;
+            match next {
+                reconcile::Next::Done => self.queue.forget(&key),
+                reconcile::Next::After(d) => {
+                    self.queue.forget(&key);
+                    self.queue.add_after(key.clone(), d);
+                }
+                reconcile::Next::Retry => {
+                    let d = self.queue.add_rate_limited(key.clone());
+                    tracing::debug!(object = %key, delay_ms = d.as_millis() as u64, "requeued with backoff");
+                }
+            }
+            self.queue.done(&key);
+        }
+    }
+}

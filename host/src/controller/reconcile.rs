@@ -1,0 +1,450 @@
+//! The spine of one reconcile: snapshot → plugin call → decode → fence → writes → report → next.
+
+use super::Inner;
+use crate::apply::{Applier, Write};
+use crate::outcome::{
+    self, fence::controller_uid, EventSpec, FenceContext, Outcome, RejectReason, Rejection,
+    Severity,
+};
+use crate::plugin::{wit, CacheView, CallError};
+use crate::report::{REASON_OUTCOME_REJECTED, REASON_PLUGIN_FAILED, REASON_WRITE_FAILED};
+use crate::telemetry::Metrics;
+use crate::watch::ObjectKey;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::api::DynamicObject;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tracing::Instrument;
+
+/// What the queue does with the key afterwards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Next {
+    /// Nothing until something changes (or the resync).
+    Done,
+    /// Again after this delay (the plugin's requeue hint).
+    After(Duration),
+    /// Again after the key's backoff.
+    Retry,
+}
+
+fn to_json(o: &DynamicObject) -> String {
+    serde_json::to_string(o).unwrap_or_default()
+}
+
+fn warning(reason: &str, message: String) -> EventSpec {
+    EventSpec {
+        severity: Severity::Warning,
+        reason: reason.into(),
+        message,
+    }
+}
+
+impl Inner {
+    pub(crate) async fn reconcile(self: &Arc<Self>, key: &ObjectKey) -> Next {
+        let plugin = self.plugin.load_full();
+        let span = tracing::info_span!("reconcile", plugin = %plugin.info.name, object = %key);
+        async move {
+            let started = Instant::now();
+            let next = self.reconcile_inner(key, plugin.clone()).await;
+            self.shared
+                .metrics
+                .reconcile_seconds
+                .get_or_create(&Metrics::plugin(&plugin.info.name))
+                .observe(started.elapsed().as_secs_f64());
+            next
+        }
+        .instrument(span)
+        .await
+    }
+
+    async fn reconcile_inner(
+        self: &Arc<Self>,
+        key: &ObjectKey,
+        plugin: Arc<crate::plugin::LoadedPlugin>,
+    ) -> Next {
+        let name = plugin.info.name.as_str();
+        let m = &self.shared.metrics;
+        // The primary is gone: nothing to do (its owned objects go with it through the garbage
+        // collector, as in sample-controller). Terminating: leave it to its finalizers.
+        let Some(primary) = self.primary.get(key.namespace.as_deref(), &key.name) else {
+            return Next::Done;
+        };
+        if primary.metadata.deletion_timestamp.is_some() {
+            return Next::Done;
+        }
+        let uid = primary.metadata.uid.clone().unwrap_or_default();
+        let ns = primary.metadata.namespace.clone();
+        let owned = plugin
+            .info
+            .owns
+            .iter()
+            .flat_map(|g| self.caches.controlled_by(g, ns.as_deref(), &uid))
+            .map(|o| to_json(&o))
+            .collect();
+        let req = wit::Request {
+            primary: to_json(&primary),
+            owned,
+        };
+
+        // The call: on a blocking thread (wasm runs to completion or to its deadline), bounded
+        // by the engine-wide instance permits.
+        let raw = {
+            let Ok(_permit) = self.shared.instances.clone().acquire_owned().await else {
+                return Next::Retry;
+            };
+            let (p, caches, object) = (
+                plugin.clone(),
+                self.caches.clone() as Arc<dyn CacheView>,
+                key.to_string(),
+            );
+            let started = Instant::now();
+            let span = tracing::Span::current();
+            let r = tokio::task::spawn_blocking(move || {
+                span.in_scope(|| p.reconcile(&req, object, caches))
+            })
+            .await;
+            m.plugin_call_seconds
+                .get_or_create(&Metrics::plugin(name))
+                .observe(started.elapsed().as_secs_f64());
+            match r {
+                Ok(r) => r,
+                Err(e) => Err(CallError::Trap(format!("host task failed: {e}"))),
+            }
+        };
+
+        let raw = match raw {
+            Err(e) => {
+                tracing::warn!("plugin call failed: {e}");
+                m.plugin_errors
+                    .get_or_create(&Metrics::reason(name, e.label()))
+                    .inc();
+                m.result(name, "plugin_error");
+                self.report(
+                    &primary,
+                    &[warning(
+                        REASON_PLUGIN_FAILED,
+                        format!("{} {}: {e}", name, plugin.info.version),
+                    )],
+                    false,
+                )
+                .await;
+                return Next::Retry;
+            }
+            Ok(Err(f)) => {
+                let f = outcome::decode_failure(f, &self.shared.config.outcome_limits);
+                tracing::info!(retry = f.retry, "plugin reported failure: {}", f.message);
+                m.result(name, "plugin_failure");
+                self.report(&primary, &f.events, false).await;
+                return if f.retry { Next::Retry } else { Next::Done };
+            }
+            Ok(Ok(o)) => o,
+        };
+
+        let outcome = match outcome::decode(raw, &self.shared.config.outcome_limits) {
+            Ok(o) => o,
+            Err(r) => return self.rejected(&primary, name, r).await,
+        };
+        let (apply_ns, observed_apply, delete_ns, observed_delete) =
+            match self.fence(&primary, &plugin.info, &outcome, &uid).await {
+                Ok(v) => v,
+                Err(Ok(r)) => return self.rejected(&primary, name, r).await,
+                Err(Err(e)) => return self.write_failed(&primary, name, "get", e).await,
+            };
+
+        // Writes: intents, then deletions, then the status (as sample-controller: status last).
+        let owner = OwnerReference {
+            api_version: self.primary.resolved.resource.api_version.clone(),
+            kind: self.primary.resolved.resource.kind.clone(),
+            name: key.name.clone(),
+            uid: uid.clone(),
+            controller: Some(true),
+            block_owner_deletion: Some(true),
+        };
+        let mut wrote = false;
+        for ((intent, ns), observed) in outcome.apply.iter().zip(&apply_ns).zip(&observed_apply) {
+            let Some(kind) = self.caches.kind(&intent.gvk) else {
+                continue;
+            };
+            let desired = Applier::desired(intent, ns.as_deref(), &owner);
+            let labels = Metrics::write(name, &intent.gvk.kind, "apply");
+            match self
+                .applier
+                .apply(
+                    &kind.resolved,
+                    ns.as_deref(),
+                    &intent.name,
+                    &desired,
+                    observed.as_ref(),
+                )
+                .await
+            {
+                Ok(Write::Written) => {
+                    wrote = true;
+                    m.writes.get_or_create(&labels).inc();
+                }
+                Ok(Write::Skipped) => {
+                    m.writes_skipped.get_or_create(&labels).inc();
+                }
+                Err(e) => {
+                    return self
+                        .write_failed(
+                            &primary,
+                            name,
+                            &format!("apply {} {:?}", intent.gvk.kind, intent.name),
+                            e,
+                        )
+                        .await
+                }
+            }
+        }
+        for ((d, ns), observed) in outcome.delete.iter().zip(&delete_ns).zip(&observed_delete) {
+            let Some(kind) = self.caches.kind(&d.gvk) else {
+                continue;
+            };
+            let labels = Metrics::write(name, &d.gvk.kind, "delete");
+            match self
+                .applier
+                .delete(&kind.resolved, ns.as_deref(), &d.name, observed.as_ref())
+                .await
+            {
+                Ok(Write::Written) => {
+                    wrote = true;
+                    m.writes.get_or_create(&labels).inc();
+                }
+                Ok(Write::Skipped) => {
+                    m.writes_skipped.get_or_create(&labels).inc();
+                }
+                Err(e) => {
+                    return self
+                        .write_failed(
+                            &primary,
+                            name,
+                            &format!("delete {} {:?}", d.gvk.kind, d.name),
+                            e,
+                        )
+                        .await
+                }
+            }
+        }
+        if let Some(status) = &outcome.status {
+            let labels = Metrics::write(name, &self.primary.resolved.gvk.kind, "status");
+            match self
+                .applier
+                .status(&self.primary.resolved, &primary, status)
+                .await
+            {
+                Ok(Write::Written) => {
+                    wrote = true;
+                    m.writes.get_or_create(&labels).inc();
+                }
+                Ok(Write::Skipped) => {
+                    m.writes_skipped.get_or_create(&labels).inc();
+                }
+                Err(e) => return self.write_failed(&primary, name, "status", e).await,
+            }
+        }
+        self.report(&primary, &outcome.events, wrote).await;
+        m.result(name, "success");
+        tracing::debug!(wrote, "reconciled");
+        match outcome.requeue_after {
+            Some(d) => Next::After(d),
+            None => Next::Done,
+        }
+    }
+
+    /// Runs the write fence. Objects the cache has not seen are read from the API server first,
+    /// so a lagging cache can never make the fence allow a write over someone else's object.
+    #[allow(clippy::type_complexity)]
+    async fn fence(
+        &self,
+        primary: &DynamicObject,
+        info: &crate::plugin::PluginInfo,
+        outcome: &Outcome,
+        uid: &str,
+    ) -> Result<
+        (
+            Vec<Option<String>>,
+            Vec<Option<DynamicObject>>,
+            Vec<Option<String>>,
+            Vec<Option<DynamicObject>>,
+        ),
+        Result<Rejection, kube::Error>,
+    > {
+        let caches = &self.caches;
+        let namespaced = |g: &crate::kinds::Gvk| {
+            caches
+                .kind(g)
+                .map(|k| k.resolved.namespaced)
+                .unwrap_or(true)
+        };
+        let observed = |g: &crate::kinds::Gvk, ns: Option<&str>, n: &str| {
+            caches
+                .kind(g)?
+                .get(ns, n)
+                .and_then(|o| serde_json::to_value(&*o).ok())
+        };
+        let ctx = FenceContext {
+            info,
+            primary_namespace: primary.metadata.namespace.as_deref(),
+            primary_uid: uid,
+            namespaced: &namespaced,
+            observed: &observed,
+        };
+        let (apply_ns, delete_ns) = outcome::fence(outcome, &ctx).map_err(Ok)?;
+
+        let mut observed_apply = Vec::with_capacity(outcome.apply.len());
+        for (intent, ns) in outcome.apply.iter().zip(&apply_ns) {
+            let Some(kind) = caches.kind(&intent.gvk) else {
+                observed_apply.push(None);
+                continue;
+            };
+            let cached = kind.get(ns.as_deref(), &intent.name).map(|o| (*o).clone());
+            let o = match cached {
+                Some(o) => Some(o),
+                None => {
+                    let live = self
+                        .applier
+                        .get_live(&kind.resolved, ns.as_deref(), &intent.name)
+                        .await
+                        .map_err(Err)?;
+                    if let Some(l) = &live {
+                        let v = serde_json::to_value(l).unwrap_or_default();
+                        if controller_uid(&v) != Some(uid) {
+                            return Err(Ok(Rejection {
+                                reason: RejectReason::NotControlled,
+                                message: format!(
+                                    "apply {} {:?} exists and is not controlled by this {}",
+                                    intent.gvk.kind, intent.name, self.primary.resolved.gvk.kind
+                                ),
+                            }));
+                        }
+                    }
+                    live
+                }
+            };
+            observed_apply.push(o);
+        }
+        let observed_delete = outcome
+            .delete
+            .iter()
+            .zip(&delete_ns)
+            .map(|(d, ns)| {
+                caches
+                    .kind(&d.gvk)
+                    .and_then(|k| k.get(ns.as_deref(), &d.name))
+                    .map(|o| (*o).clone())
+            })
+            .collect();
+        Ok((apply_ns, observed_apply, delete_ns, observed_delete))
+    }
+
+    async fn rejected(&self, primary: &DynamicObject, plugin: &str, r: Rejection) -> Next {
+        tracing::warn!(
+            reason = r.reason.label(),
+            "outcome rejected, nothing written: {}",
+            r.message
+        );
+        self.shared
+            .metrics
+            .rejected
+            .get_or_create(&Metrics::reason(plugin, r.reason.label()))
+            .inc();
+        self.shared.metrics.result(plugin, "rejected");
+        self.report(
+            primary,
+            &[warning(
+                REASON_OUTCOME_REJECTED,
+                format!("nothing written: {}", r.message),
+            )],
+            false,
+        )
+        .await;
+        // The same plugin will likely decide the same again: back off (a swap re-queues anyway).
+        Next::Retry
+    }
+
+    async fn write_failed(
+        &self,
+        primary: &DynamicObject,
+        plugin: &str,
+        what: &str,
+        e: kube::Error,
+    ) -> Next {
+        let m = &self.shared.metrics;
+        m.result(plugin, "write_error");
+        match &e {
+            kube::Error::Api(s) => {
+                m.write_errors
+                    .get_or_create(&Metrics::reason(plugin, &s.code.to_string()))
+                    .inc();
+                match s.code {
+                    // Conflicts, throttling and server trouble: retry with backoff, quietly.
+                    409 | 429 | 500..=599 => {
+                        tracing::info!(code = s.code, "{what}: {}; retrying", s.message);
+                        Next::Retry
+                    }
+                    // Invalid object (the plugin's doing) or a refused request: tell the user on
+                    // the object; retrying the same intent cannot help, a change or a swap will.
+                    400 | 404 | 422 => {
+                        tracing::warn!(code = s.code, "{what} refused: {}", s.message);
+                        self.report(
+                            primary,
+                            &[warning(
+                                REASON_WRITE_FAILED,
+                                format!(
+                                    "{what} refused by the API server ({}): {}",
+                                    s.code, s.message
+                                ),
+                            )],
+                            false,
+                        )
+                        .await;
+                        Next::Done
+                    }
+                    // Forbidden and others: report and keep retrying with backoff (RBAC can be fixed).
+                    _ => {
+                        tracing::warn!(code = s.code, "{what} refused: {}", s.message);
+                        self.report(
+                            primary,
+                            &[warning(
+                                REASON_WRITE_FAILED,
+                                format!(
+                                    "{what} refused by the API server ({}): {}",
+                                    s.code, s.message
+                                ),
+                            )],
+                            false,
+                        )
+                        .await;
+                        Next::Retry
+                    }
+                }
+            }
+            other => {
+                m.write_errors
+                    .get_or_create(&Metrics::reason(plugin, "transport"))
+                    .inc();
+                tracing::info!("{what} failed: {other}; retrying");
+                Next::Retry
+            }
+        }
+    }
+
+    async fn report(&self, primary: &DynamicObject, events: &[EventSpec], wrote: bool) {
+        if events.is_empty() {
+            return;
+        }
+        let n = self
+            .events
+            .record(primary, &self.primary.resolved.resource, events, wrote)
+            .await;
+        if n > 0 {
+            let name = self.plugin.load().info.name.clone();
+            self.shared
+                .metrics
+                .events
+                .get_or_create(&Metrics::plugin(&name))
+                .inc_by(n as u64);
+        }
+    }
+}

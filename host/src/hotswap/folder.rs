@@ -1,0 +1,54 @@
+//! Listing plugin files and hashing their content.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// A plugin file's current content.
+#[derive(Debug, Clone)]
+pub struct FileState {
+    /// Path as listed (may be a symlink).
+    pub path: PathBuf,
+    /// sha256 of the content.
+    pub sha256: String,
+    /// The content.
+    pub bytes: std::sync::Arc<Vec<u8>>,
+}
+
+/// Lists `*.wasm` in `dir` (following symlinks, skipping hidden entries such as the kubelet's
+/// `..data` folders) keyed by file name. Unreadable files are reported, not fatal.
+pub fn scan(dir: &Path) -> std::io::Result<(BTreeMap<String, FileState>, Vec<(String, String)>)> {
+    let mut files = BTreeMap::new();
+    let mut errors = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') || !name.ends_with(".wasm") {
+            continue;
+        }
+        let path = entry.path();
+        // `metadata` follows symlinks: a dangling one is skipped, a directory too.
+        match std::fs::metadata(&path) {
+            Ok(m) if m.is_file() => {}
+            Ok(_) => continue,
+            Err(e) => {
+                errors.push((name, format!("cannot stat: {e}")));
+                continue;
+            }
+        }
+        match std::fs::read(&path) {
+            Ok(bytes) => {
+                let sha256 = crate::plugin::loader::sha256_hex(&bytes);
+                files.insert(
+                    name,
+                    FileState {
+                        path,
+                        sha256,
+                        bytes: std::sync::Arc::new(bytes),
+                    },
+                );
+            }
+            Err(e) => errors.push((name, format!("cannot read: {e}"))),
+        }
+    }
+    Ok((files, errors))
+}

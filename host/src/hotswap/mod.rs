@@ -1,0 +1,12 @@
+//! Follows the plugin folder: loads new and changed components, keeps the last good version of
+//! each when a new one is rejected, swaps between reconciles, stops removed ones (deleting
+//! nothing in the cluster).
+//!
+//! Works with a plain folder and with a mounted ConfigMap, where the kubelet replaces a `..data`
+//! symlink atomically and each `name.wasm` is a symlink through it: every change in the folder
+//! triggers a full rescan by content hash, so how a file got replaced does not matter.
+
+pub mod folder;
+pub mod supervisor;
+
+pub use supervisor::{Command, Supervisor};

@@ -1,0 +1,26 @@
+//! kwop: a Kubernetes operator host whose reconcile logic runs as WebAssembly components.
+//!
+//! ```text
+//!  kube-apiserver ──watch──► watch/ (reflector stores, stripped) ──► controller/ queue
+//!        ▲                        ▲ cache reads (plugin/host_api)        │ one reconcile
+//!        │                        └──────────── plugin/ (wasmtime) ◄─────┘
+//!        └── apply/ (SSA, status, deletes) ◄── outcome/ (decode + fence) ◄── outcome
+//! ```
+//!
+//! Module map: [`plugin`] runs components; [`outcome`] decodes and fences what they return;
+//! [`watch`] derives watches and caches from a plugin's declaration; [`controller`] is the queue
+//! and the reconcile spine; [`apply`] is the only writer; [`report`] records events;
+//! [`hotswap`] follows the plugin folder; [`leader`] gates controllers on a Lease;
+//! [`telemetry`] serves metrics and probes; [`cli`] is the command line.
+
+pub mod apply;
+pub mod cli;
+pub mod controller;
+pub mod hotswap;
+pub mod kinds;
+pub mod leader;
+pub mod outcome;
+pub mod plugin;
+pub mod report;
+pub mod telemetry;
+pub mod watch;

@@ -1,0 +1,5 @@
+//! The `kwop` binary.
+
+fn main() -> std::process::ExitCode {
+    kwop::cli::main()
+}

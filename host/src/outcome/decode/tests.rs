@@ -1,0 +1,221 @@
+//! Decoder and fence tests, plus a property test: arbitrary input never panics and never yields
+//! an intent without apiVersion, kind and name.
+
+use super::*;
+use crate::outcome::fence::{fence, FenceContext};
+use crate::plugin::PluginInfo;
+use proptest::prelude::*;
+use serde_json::json;
+
+fn raw(apply: Vec<String>) -> wit::Outcome {
+    wit::Outcome {
+        apply,
+        delete: vec![],
+        status: None,
+        events: vec![],
+        requeue_after_ms: None,
+    }
+}
+
+fn deployment(name: &str) -> String {
+    json!({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":name},"spec":{"replicas":1}}).to_string()
+}
+
+#[test]
+fn a_valid_outcome_decodes() {
+    let mut r = raw(vec![deployment("d")]);
+    r.status = Some(r#"{"availableReplicas":1}"#.into());
+    r.requeue_after_ms = Some(5);
+    let o = decode(r, &OutcomeLimits::default()).expect("valid");
+    assert_eq!(o.apply[0].gvk, Gvk::new("apps", "v1", "Deployment"));
+    assert_eq!(o.apply[0].name, "d");
+    assert_eq!(
+        o.requeue_after,
+        Some(MIN_REQUEUE),
+        "requeue hints are clamped"
+    );
+}
+
+#[test]
+fn malformed_objects_are_rejected() {
+    for (bad, why) in [
+        ("not json", RejectReason::Malformed),
+        ("[1,2]", RejectReason::Malformed),
+        (
+            r#"{"kind":"Deployment","metadata":{"name":"x"}}"#,
+            RejectReason::Malformed,
+        ),
+        (
+            r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{}}"#,
+            RejectReason::Malformed,
+        ),
+        (
+            r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"x","namespace":3}}"#,
+            RejectReason::Malformed,
+        ),
+        (
+            r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"x","ownerReferences":[]}}"#,
+            RejectReason::Forbidden,
+        ),
+        (
+            r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"x","resourceVersion":"1"}}"#,
+            RejectReason::Forbidden,
+        ),
+    ] {
+        let e = decode(raw(vec![bad.into()]), &OutcomeLimits::default()).expect_err(bad);
+        assert_eq!(e.reason, why, "{bad}: {e}");
+    }
+    let dup = decode(
+        raw(vec![deployment("a"), deployment("a")]),
+        &OutcomeLimits::default(),
+    )
+    .expect_err("dup");
+    assert_eq!(dup.reason, RejectReason::Malformed);
+    let mut r = raw(vec![]);
+    r.status = Some("[]".into());
+    assert!(decode(r, &OutcomeLimits::default()).is_err());
+}
+
+#[test]
+fn absurd_outcomes_are_rejected() {
+    let limits = OutcomeLimits::default();
+    let many = (0..101).map(|i| deployment(&format!("d{i}"))).collect();
+    assert_eq!(
+        decode(raw(many), &limits).expect_err("many").reason,
+        RejectReason::TooLarge
+    );
+    let big = json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"},"data":{"k":"x".repeat(2 << 20)}}).to_string();
+    assert_eq!(
+        decode(raw(vec![big]), &limits).expect_err("big").reason,
+        RejectReason::TooLarge
+    );
+    let mut r = raw(vec![]);
+    r.events = (0..17)
+        .map(|_| wit::Event {
+            severity: wit::EventType::Normal,
+            reason: "R".into(),
+            message: "m".into(),
+        })
+        .collect();
+    assert_eq!(
+        decode(r, &limits).expect_err("events").reason,
+        RejectReason::TooLarge
+    );
+    let mut r = raw(vec![]);
+    r.events = vec![wit::Event {
+        severity: wit::EventType::Normal,
+        reason: "not a reason!".into(),
+        message: "m".into(),
+    }];
+    assert!(decode(r, &limits).is_err());
+}
+
+#[test]
+fn long_messages_are_cut_not_rejected() {
+    let mut r = raw(vec![]);
+    r.events = vec![wit::Event {
+        severity: wit::EventType::Warning,
+        reason: "R".into(),
+        message: "é".repeat(2000),
+    }];
+    let o = decode(r, &OutcomeLimits::default()).expect("valid");
+    assert!(o.events[0].message.len() <= MAX_MESSAGE);
+}
+
+fn info() -> PluginInfo {
+    PluginInfo {
+        name: "foo".into(),
+        version: "1".into(),
+        primary: Gvk::new("example.com", "v1", "Foo"),
+        owns: vec![
+            Gvk::new("apps", "v1", "Deployment"),
+            Gvk::new("", "v1", "Namespace"),
+        ],
+        reads: vec![],
+    }
+}
+
+fn check(apply: Vec<String>, observed: Option<Value>) -> Result<(), crate::outcome::Rejection> {
+    let o = decode(raw(apply), &OutcomeLimits::default())?;
+    let info = info();
+    let namespaced = |g: &Gvk| g.kind != "Namespace";
+    let obs = move |_: &Gvk, _: Option<&str>, _: &str| observed.clone();
+    let ctx = FenceContext {
+        info: &info,
+        primary_namespace: Some("ns"),
+        primary_uid: "uid-1",
+        namespaced: &namespaced,
+        observed: &obs,
+    };
+    fence(&o, &ctx).map(|_| ())
+}
+
+fn owned_by(uid: &str) -> Value {
+    json!({"metadata":{"name":"d","ownerReferences":[{"kind":"Foo","name":"f","uid":uid,"controller":true}]}})
+}
+
+#[test]
+fn fence_allows_declared_kinds_in_the_primary_namespace() {
+    assert!(check(vec![deployment("d")], None).is_ok());
+    assert!(check(vec![deployment("d")], Some(owned_by("uid-1"))).is_ok());
+}
+
+#[test]
+fn fence_rejects_undeclared_kinds_other_namespaces_and_foreign_objects() {
+    let cm = json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"}}).to_string();
+    assert_eq!(
+        check(vec![cm], None).expect_err("cm").reason,
+        RejectReason::UndeclaredKind
+    );
+    let other = json!({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d","namespace":"kube-system"}}).to_string();
+    assert_eq!(
+        check(vec![other], None).expect_err("ns").reason,
+        RejectReason::WrongNamespace
+    );
+    let ns = json!({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"n"}}).to_string();
+    assert_eq!(
+        check(vec![ns], None).expect_err("scope").reason,
+        RejectReason::WrongNamespace
+    );
+    assert_eq!(
+        check(vec![deployment("d")], Some(owned_by("uid-2")))
+            .expect_err("foreign")
+            .reason,
+        RejectReason::NotControlled
+    );
+    let unowned = json!({"metadata":{"name":"d"}});
+    assert_eq!(
+        check(vec![deployment("d")], Some(unowned))
+            .expect_err("unowned")
+            .reason,
+        RejectReason::NotControlled
+    );
+}
+
+proptest! {
+    #[test]
+    fn arbitrary_apply_text_never_panics(texts in proptest::collection::vec(".{0,200}", 0..5)) {
+        let _ = decode(raw(texts), &OutcomeLimits::default());
+    }
+
+    #[test]
+    fn arbitrary_json_objects_decode_only_with_identity(
+        api in proptest::option::of("[a-z/0-9]{0,10}"),
+        kind in proptest::option::of("[A-Za-z]{0,10}"),
+        name in proptest::option::of("[a-z0-9.-]{0,10}"),
+        extra in proptest::collection::btree_map("[a-zA-Z]{1,8}", any::<i64>(), 0..4),
+    ) {
+        let mut obj = serde_json::Map::new();
+        if let Some(a) = &api { obj.insert("apiVersion".into(), json!(a)); }
+        if let Some(k) = &kind { obj.insert("kind".into(), json!(k)); }
+        let mut meta = serde_json::Map::new();
+        if let Some(n) = &name { meta.insert("name".into(), json!(n)); }
+        obj.insert("metadata".into(), Value::Object(meta));
+        for (k, v) in extra { obj.entry(k).or_insert(json!(v)); }
+        let text = Value::Object(obj).to_string();
+        if let Ok(o) = decode(raw(vec![text]), &OutcomeLimits::default()) {
+            let i = &o.apply[0];
+            prop_assert!(!i.gvk.kind.is_empty() && !i.gvk.version.is_empty() && !i.name.is_empty());
+        }
+    }
+}

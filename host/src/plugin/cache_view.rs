@@ -1,0 +1,64 @@
+//! What a plugin can read: a view of cached objects, live (reflector stores) or static (offline).
+
+use crate::kinds::Gvk;
+use crate::watch::selector::Selector;
+use serde_json::Value;
+use std::collections::HashMap;
+
+/// Read access to cached objects by kind. Implementations answer from memory only: a plugin never
+/// causes an API request.
+pub trait CacheView: Send + Sync {
+    /// One object as JSON text.
+    fn get(&self, kind: &Gvk, namespace: Option<&str>, name: &str) -> Option<String>;
+    /// Objects of a kind, optionally in one namespace, matching a selector.
+    fn query(&self, kind: &Gvk, namespace: Option<&str>, selector: &Selector) -> Vec<String>;
+}
+
+/// A cache holding exactly the objects given (for `kwop plugin reconcile`, fixtures and tests).
+#[derive(Default, Clone)]
+pub struct StaticCache {
+    objects: HashMap<Gvk, Vec<Value>>,
+}
+
+impl StaticCache {
+    /// Adds an object; its kind comes from its `apiVersion` and `kind`.
+    pub fn insert(&mut self, obj: Value) {
+        let gvk = Gvk::from_api_version(
+            obj.get("apiVersion")
+                .and_then(Value::as_str)
+                .unwrap_or_default(),
+            obj.get("kind").and_then(Value::as_str).unwrap_or_default(),
+        );
+        self.objects.entry(gvk).or_default().push(obj);
+    }
+
+    /// All objects of a kind.
+    pub fn all(&self, kind: &Gvk) -> impl Iterator<Item = &Value> {
+        self.objects.get(kind).into_iter().flatten()
+    }
+}
+
+fn meta<'a>(o: &'a Value, field: &str) -> Option<&'a str> {
+    o.get("metadata")?
+        .get(field)?
+        .as_str()
+        .filter(|s| !s.is_empty())
+}
+
+impl CacheView for StaticCache {
+    fn get(&self, kind: &Gvk, namespace: Option<&str>, name: &str) -> Option<String> {
+        let namespace = namespace.filter(|s| !s.is_empty());
+        self.all(kind)
+            .find(|o| meta(o, "name") == Some(name) && meta(o, "namespace") == namespace)
+            .map(Value::to_string)
+    }
+
+    fn query(&self, kind: &Gvk, namespace: Option<&str>, selector: &Selector) -> Vec<String> {
+        let namespace = namespace.filter(|s| !s.is_empty());
+        self.all(kind)
+            .filter(|o| namespace.is_none() || meta(o, "namespace") == namespace)
+            .filter(|o| selector.matches_json(o.pointer("/metadata/labels")))
+            .map(Value::to_string)
+            .collect()
+    }
+}

@@ -1,0 +1,77 @@
+//! Host side of the plugin's imports: cache reads (declared kinds only) and logging.
+
+use super::bindings::kwop::reconciler::{cache, log, types};
+use super::sandbox::HostState;
+use crate::kinds::Gvk;
+use crate::watch::selector::Selector;
+
+impl types::Host for HostState {}
+
+fn gvk(k: &types::Gvk) -> Gvk {
+    Gvk::new(&k.group, &k.version, &k.kind)
+}
+
+impl HostState {
+    fn may_read(&self, kind: &Gvk) -> bool {
+        let ok = self.readable.contains(kind);
+        if !ok {
+            tracing::warn!(plugin = %self.plugin, object = %self.object, %kind, "plugin read a kind it did not declare; returning nothing");
+        }
+        ok
+    }
+}
+
+impl cache::Host for HostState {
+    fn get(&mut self, kind: types::Gvk, namespace: Option<String>, name: String) -> Option<String> {
+        let kind = gvk(&kind);
+        if !self.may_read(&kind) {
+            return None;
+        }
+        self.cache
+            .get(&kind, namespace.as_deref().filter(|n| !n.is_empty()), &name)
+    }
+
+    fn query(
+        &mut self,
+        kind: types::Gvk,
+        namespace: Option<String>,
+        label_selector: Option<String>,
+    ) -> Vec<String> {
+        let kind = gvk(&kind);
+        if !self.may_read(&kind) {
+            return Vec::new();
+        }
+        let selector = match label_selector.as_deref().map(Selector::parse).transpose() {
+            Ok(s) => s.unwrap_or_default(),
+            Err(e) => {
+                tracing::warn!(plugin = %self.plugin, object = %self.object, "{e}; returning nothing");
+                return Vec::new();
+            }
+        };
+        self.cache.query(
+            &kind,
+            namespace.as_deref().filter(|n| !n.is_empty()),
+            &selector,
+        )
+    }
+}
+
+impl log::Host for HostState {
+    fn log(&mut self, level: log::Level, message: String) {
+        if self.log_budget == 0 {
+            self.logs_dropped += 1;
+            return;
+        }
+        self.log_budget -= 1;
+        let (p, o) = (&*self.plugin, &self.object);
+        // Plugin text is data, not a format string; cap it so one call cannot flood the log.
+        let m: String = message.chars().take(4096).collect();
+        match level {
+            log::Level::Trace => tracing::trace!(plugin = p, object = %o, "{m}"),
+            log::Level::Debug => tracing::debug!(plugin = p, object = %o, "{m}"),
+            log::Level::Info => tracing::info!(plugin = p, object = %o, "{m}"),
+            log::Level::Warn => tracing::warn!(plugin = p, object = %o, "{m}"),
+            log::Level::Error => tracing::error!(plugin = p, object = %o, "{m}"),
+        }
+    }
+}

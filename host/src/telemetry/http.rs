@@ -1,0 +1,66 @@
+//! `/metrics`, `/healthz`, `/readyz` and `/plugins`.
+
+use super::{Health, Metrics};
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use axum::Router;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+#[derive(Clone)]
+struct AppState {
+    metrics: Arc<Metrics>,
+    health: Arc<Health>,
+}
+
+/// The router serving every endpoint (metrics and probes can share a port or not).
+pub fn router(metrics: Arc<Metrics>, health: Arc<Health>) -> Router {
+    Router::new()
+        .route("/metrics", get(metrics_handler))
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/livez", get(|| async { "ok" }))
+        .route("/readyz", get(readyz))
+        .route("/plugins", get(plugins))
+        .with_state(AppState { metrics, health })
+}
+
+async fn metrics_handler(State(s): State<AppState>) -> impl IntoResponse {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        s.metrics.encode(),
+    )
+}
+
+async fn readyz(State(s): State<AppState>) -> impl IntoResponse {
+    let code = if s.health.ready() {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (code, axum::Json(s.health.snapshot_json()))
+}
+
+async fn plugins(State(s): State<AppState>) -> impl IntoResponse {
+    axum::Json(s.health.snapshot_json())
+}
+
+/// Binds and serves until `shutdown` resolves.
+pub async fn serve(
+    addr: SocketAddr,
+    router: Router,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
+    tracing::info!(%addr, "serving /metrics /healthz /readyz /plugins");
+    axum::serve(listener, router)
+        .with_graceful_shutdown(shutdown)
+        .await?;
+    Ok(())
+}

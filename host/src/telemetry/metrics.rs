@@ -1,0 +1,239 @@
+//! Prometheus metrics, one struct passed around (no globals).
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+
+/// `plugin`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PluginLabel {
+    /// Plugin name.
+    pub plugin: String,
+}
+
+/// `plugin`, `result`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ResultLabels {
+    /// Plugin name.
+    pub plugin: String,
+    /// `success`, `plugin_failure`, `plugin_error`, `rejected`, `write_error`.
+    pub result: String,
+}
+
+/// `plugin`, `reason`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReasonLabels {
+    /// Plugin name.
+    pub plugin: String,
+    /// Why.
+    pub reason: String,
+}
+
+/// `plugin`, `kind`, `op`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct WriteLabels {
+    /// Plugin name.
+    pub plugin: String,
+    /// Kind written.
+    pub kind: String,
+    /// `apply`, `status`, `delete`.
+    pub op: String,
+}
+
+/// `plugin`, `version`, `sha256`, `file`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct InfoLabels {
+    /// Plugin name.
+    pub plugin: String,
+    /// Version from `info()`.
+    pub version: String,
+    /// sha256 of the component.
+    pub sha256: String,
+    /// File name.
+    pub file: String,
+}
+
+/// `file`, `reason`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct LoadLabels {
+    /// File name.
+    pub file: String,
+    /// Why it was rejected.
+    pub reason: String,
+}
+
+fn seconds_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.0001, 2.5, 16))
+}
+
+/// Every metric the host exports.
+pub struct Metrics {
+    /// The registry they are in.
+    pub registry: Registry,
+    /// Reconciles by result.
+    pub reconciles: Family<ResultLabels, Counter>,
+    /// Reconcile wall time (plugin call + writes).
+    pub reconcile_seconds: Family<PluginLabel, Histogram, fn() -> Histogram>,
+    /// Plugin call time only.
+    pub plugin_call_seconds: Family<PluginLabel, Histogram, fn() -> Histogram>,
+    /// Plugin call failures (trap, deadline, out_of_memory, instantiate).
+    pub plugin_errors: Family<ReasonLabels, Counter>,
+    /// Outcomes refused by the write fence.
+    pub rejected: Family<ReasonLabels, Counter>,
+    /// Writes sent to the API server.
+    pub writes: Family<WriteLabels, Counter>,
+    /// Writes skipped because the object already matched.
+    pub writes_skipped: Family<WriteLabels, Counter>,
+    /// API errors on writes, by HTTP status.
+    pub write_errors: Family<ReasonLabels, Counter>,
+    /// Events published.
+    pub events: Family<PluginLabel, Counter>,
+    /// Keys waiting in the queue.
+    pub queue_depth: Family<PluginLabel, Gauge>,
+    /// Active plugin version (value 1).
+    pub plugin_info: Family<InfoLabels, Gauge>,
+    /// Plugin files rejected at load.
+    pub load_failures: Family<LoadLabels, Counter>,
+    /// Successful swaps to a new plugin version.
+    pub swaps: Family<PluginLabel, Counter>,
+    /// 1 while this instance holds the leader lease (or runs without election).
+    pub leader: Gauge,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// All metrics, registered under `kwop_`.
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("kwop");
+        let m = Metrics {
+            reconciles: Family::default(),
+            reconcile_seconds: Family::new_with_constructor(seconds_histogram),
+            plugin_call_seconds: Family::new_with_constructor(seconds_histogram),
+            plugin_errors: Family::default(),
+            rejected: Family::default(),
+            writes: Family::default(),
+            writes_skipped: Family::default(),
+            write_errors: Family::default(),
+            events: Family::default(),
+            queue_depth: Family::default(),
+            plugin_info: Family::default(),
+            load_failures: Family::default(),
+            swaps: Family::default(),
+            leader: Gauge::default(),
+            registry: Registry::default(),
+        };
+        registry.register("reconcile", "Reconciles by result", m.reconciles.clone());
+        registry.register(
+            "reconcile_duration_seconds",
+            "Reconcile wall time",
+            m.reconcile_seconds.clone(),
+        );
+        registry.register(
+            "plugin_call_duration_seconds",
+            "Time inside the plugin",
+            m.plugin_call_seconds.clone(),
+        );
+        registry.register(
+            "plugin_errors",
+            "Plugin calls that trapped, timed out or ran out of memory",
+            m.plugin_errors.clone(),
+        );
+        registry.register(
+            "outcomes_rejected",
+            "Outcomes refused by the write fence",
+            m.rejected.clone(),
+        );
+        registry.register(
+            "writes",
+            "Write requests sent to the API server",
+            m.writes.clone(),
+        );
+        registry.register(
+            "writes_skipped",
+            "Writes skipped because the object already matched",
+            m.writes_skipped.clone(),
+        );
+        registry.register(
+            "write_errors",
+            "Write requests the API server refused, by HTTP status",
+            m.write_errors.clone(),
+        );
+        registry.register("events", "Events published", m.events.clone());
+        registry.register(
+            "queue_depth",
+            "Objects waiting to be reconciled",
+            m.queue_depth.clone(),
+        );
+        registry.register(
+            "plugin_info",
+            "Active plugin version",
+            m.plugin_info.clone(),
+        );
+        registry.register(
+            "plugin_load_failures",
+            "Plugin files rejected at load",
+            m.load_failures.clone(),
+        );
+        registry.register(
+            "plugin_swaps",
+            "Plugin versions swapped in",
+            m.swaps.clone(),
+        );
+        registry.register(
+            "leader",
+            "1 while this instance is the leader",
+            m.leader.clone(),
+        );
+        Metrics { registry, ..m }
+    }
+
+    /// The text exposition format.
+    pub fn encode(&self) -> String {
+        let mut s = String::new();
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut s, &self.registry);
+        s
+    }
+
+    /// Label helper.
+    pub fn plugin(p: &str) -> PluginLabel {
+        PluginLabel {
+            plugin: p.to_string(),
+        }
+    }
+
+    /// Label helper.
+    pub fn reason(p: &str, r: &str) -> ReasonLabels {
+        ReasonLabels {
+            plugin: p.to_string(),
+            reason: r.to_string(),
+        }
+    }
+
+    /// Label helper.
+    pub fn write(p: &str, kind: &str, op: &str) -> WriteLabels {
+        WriteLabels {
+            plugin: p.to_string(),
+            kind: kind.to_string(),
+            op: op.to_string(),
+        }
+    }
+
+    /// Counts a reconcile result.
+    pub fn result(&self, p: &str, r: &str) {
+        self.reconciles
+            .get_or_create(&ResultLabels {
+                plugin: p.to_string(),
+                result: r.to_string(),
+            })
+            .inc();
+    }
+}

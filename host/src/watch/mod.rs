@@ -1,0 +1,29 @@
+//! Watches derived from a plugin's declaration: discovery, reflector stores, owner mapping.
+//!
+//! Nothing here knows about Foo: kinds come from the plugin's `info()`, resolved through API
+//! discovery, and every object is a `DynamicObject`.
+
+pub mod caches;
+pub mod discovery;
+pub mod selector;
+
+pub use caches::{Caches, KindCache, WatchEvent};
+pub use discovery::{resolve, Resolved};
+
+/// Identity of a primary object in a queue: namespace (None when cluster-scoped) and name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ObjectKey {
+    /// Namespace.
+    pub namespace: Option<String>,
+    /// Name.
+    pub name: String,
+}
+
+impl std::fmt::Display for ObjectKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.namespace {
+            Some(ns) => write!(f, "{ns}/{}", self.name),
+            None => f.write_str(&self.name),
+        }
+    }
+}
