@@ -1,0 +1,33 @@
+//! The plugin components built by `build.rs`.
+
+use std::path::{Path, PathBuf};
+
+/// guest-foo as shipped.
+pub const GUEST_FOO: &str = env!("KWOP_PLUGIN_GUEST_FOO");
+/// guest-foo v2: adds an annotation to the Deployment (for hot-swap tests).
+pub const GUEST_FOO_V2: &str = env!("KWOP_PLUGIN_GUEST_FOO_V2");
+/// The misbehaving test plugin (tests/plugins/chaos).
+pub const CHAOS: &str = env!("KWOP_PLUGIN_CHAOS");
+/// A valid component of another world (a WASI command).
+pub const WRONG_WORLD: &str = env!("KWOP_PLUGIN_WRONG_WORLD");
+
+/// A fresh plugin folder holding copies of `plugins` as `(file name, source)`.
+pub fn folder(plugins: &[(&str, &str)]) -> anyhow::Result<PathBuf> {
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join("kwop-test").join(format!("{}-plugins-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir)?;
+    for (name, src) in plugins {
+        std::fs::copy(src, dir.join(name))?;
+    }
+    Ok(dir)
+}
+
+/// Replaces a plugin file atomically (write aside, rename), as a careful deploy tool would.
+pub fn replace(dir: &Path, name: &str, src: &str) -> anyhow::Result<()> {
+    let tmp = dir.join(format!(".{name}.tmp"));
+    std::fs::copy(src, &tmp)?;
+    std::fs::rename(&tmp, dir.join(name))?;
+    Ok(())
+}
