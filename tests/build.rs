@@ -29,11 +29,14 @@ fn build(root: &Path, out: &Path, package: &str, features: &[&str], artifact: &s
 fn main() {
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| ".".into()));
     let root = manifest.parent().map(Path::to_path_buf).unwrap_or_else(|| manifest.clone());
-    let out = root.join("target/test-plugins");
+    // Next to the main target folder (which may be moved with CARGO_TARGET_DIR, e.g. to a cache).
+    let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target"));
+    let out = target.join("test-plugins");
     build(&root, &out, "guest-foo", &[], "guest_foo.wasm", "KWOP_PLUGIN_GUEST_FOO");
     build(&root, &out, "guest-foo", &["v2"], "guest_foo.wasm", "KWOP_PLUGIN_GUEST_FOO_V2");
     build(&root, &out, "plugin-chaos", &[], "plugin_chaos.wasm", "KWOP_PLUGIN_CHAOS");
     build(&root, &out, "not-a-plugin", &[], "not-a-plugin.wasm", "KWOP_PLUGIN_WRONG_WORLD");
+    println!("cargo:rerun-if-env-changed=CARGO_TARGET_DIR");
     for p in ["../wit", "../guest-foo/src", "../guest-foo/Cargo.toml", "plugins"] {
         println!("cargo:rerun-if-changed={p}");
     }

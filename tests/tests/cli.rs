@@ -1,0 +1,105 @@
+//! The offline command line (`kwop plugin ...`) as users call it, and the Foo conformance fixtures.
+
+use kwop_tests::plugins;
+use std::process::Command;
+
+const KWOP: &str = env!("CARGO_BIN_EXE_kwop-host");
+
+fn kwop(args: &[&str]) -> (i32, String, String) {
+    let cache = std::env::temp_dir().join(format!("kwop-cli-cache-{}", std::process::id()));
+    let out = Command::new(KWOP).args(args).env("KWOP_CACHE_DIR", cache).output().expect("kwop runs");
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+fn fixtures() -> String {
+    kwop_tests::repo_root().join("tests/fixtures/foo").display().to_string()
+}
+
+#[test]
+fn guest_foo_passes_every_conformance_fixture() {
+    let (code, out, err) = kwop(&["plugin", "test", plugins::GUEST_FOO, &fixtures()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("13 passed, 0 failed"), "{out}");
+}
+
+#[test]
+fn the_fixture_runner_catches_a_plugin_that_differs() {
+    // v2 adds an annotation to the Deployment: every fixture that applies must fail.
+    let (code, out, _) = kwop(&["plugin", "test", plugins::GUEST_FOO_V2, &fixtures()]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("FAIL") && out.contains("01-creates-deployment"), "{out}");
+}
+
+#[test]
+fn inspect_prints_the_plugin_info() {
+    let (code, out, err) = kwop(&["plugin", "inspect", plugins::GUEST_FOO]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(v["name"], "guest-foo");
+    assert_eq!(v["primary"]["kind"], "Foo");
+    assert_eq!(v["owns"][0]["kind"], "Deployment");
+    assert_eq!(v["sha256"].as_str().map(str::len), Some(64));
+}
+
+#[test]
+fn inspect_refuses_what_is_not_a_plugin_with_one_line() {
+    let dir = std::env::temp_dir().join(format!("kwop-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("tmp");
+    let truncated = dir.join("truncated.wasm");
+    let bytes = std::fs::read(plugins::GUEST_FOO).expect("guest-foo");
+    std::fs::write(&truncated, &bytes[..bytes.len() / 2]).expect("write");
+    let text = dir.join("text.wasm");
+    std::fs::write(&text, "hello").expect("write");
+    for (file, needle) in [
+        (truncated.display().to_string(), "not a valid WebAssembly component"),
+        (text.display().to_string(), "magic number"),
+        (plugins::WRONG_WORLD.to_string(), "does not implement the kwop:reconciler"),
+        ("/nonexistent.wasm".to_string(), "cannot read"),
+    ] {
+        let (code, out, err) = kwop(&["plugin", "inspect", &file]);
+        assert_eq!(code, 1, "{file}: {out}{err}");
+        assert!(out.is_empty(), "{file}: nothing on stdout");
+        assert_eq!(err.trim().lines().count(), 1, "{file}: one line: {err}");
+        assert!(err.contains(needle), "{file}: {err}");
+    }
+}
+
+#[test]
+fn reconcile_reads_yaml_and_json_and_reports_failures_as_json() {
+    let dir = std::env::temp_dir().join(format!("kwop-cli-rec-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("tmp");
+    let foo = dir.join("foo.json");
+    std::fs::write(&foo, r#"{"apiVersion":"samplecontroller.k8s.io/v1alpha1","kind":"Foo","metadata":{"name":"a","namespace":"n","uid":"u"},"spec":{"deploymentName":"a","replicas":2}}"#).expect("write");
+    let (code, out, err) = kwop(&["plugin", "reconcile", plugins::GUEST_FOO, "--primary", &foo.display().to_string()]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(v["apply"][0]["spec"]["replicas"], 2);
+    assert_eq!(v["events"][0]["type"], "Normal");
+    assert!(v["requeueAfterMs"].is_null());
+
+    // A List of observed objects in YAML, including one that collides.
+    let observed = dir.join("observed.yaml");
+    std::fs::write(&observed, "apiVersion: v1\nkind: List\nitems:\n- apiVersion: apps/v1\n  kind: Deployment\n  metadata: {name: a, namespace: n}\n").expect("write");
+    let (code, out, _) = kwop(&["plugin", "reconcile", plugins::GUEST_FOO, "--primary", &foo.display().to_string(), "--observed", &observed.display().to_string()]);
+    assert_eq!(code, 1);
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(v["error"]["retry"], true);
+    assert_eq!(v["error"]["events"][0]["reason"], "ErrResourceExists");
+}
+
+#[test]
+fn reconcile_applies_the_write_fence_offline() {
+    let dir = std::env::temp_dir().join(format!("kwop-cli-fence-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("tmp");
+    let chaos = dir.join("chaos.yaml");
+    std::fs::write(&chaos, "apiVersion: test.kwop.dev/v1\nkind: Chaos\nmetadata: {name: c, namespace: n, uid: u}\nspec: {mode: undeclared}\n").expect("write");
+    let (code, out, _) = kwop(&["plugin", "reconcile", plugins::CHAOS, "--primary", &chaos.display().to_string()]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("not declared in owns"), "{out}");
+    let (code, out, _) = kwop(&["plugin", "reconcile", plugins::CHAOS, "--primary", &chaos.display().to_string(), "--no-fence"]);
+    assert_eq!(code, 0, "{out}");
+    std::fs::write(&chaos, "apiVersion: test.kwop.dev/v1\nkind: Chaos\nmetadata: {name: c, namespace: n, uid: u}\nspec: {mode: loop}\n").expect("write");
+    let (code, out, _) = kwop(&["plugin", "reconcile", plugins::CHAOS, "--primary", &chaos.display().to_string(), "--plugin-timeout", "200ms"]);
+    assert_eq!(code, 1);
+    assert!(out.contains("deadline"), "{out}");
+}

@@ -1,0 +1,109 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use kube::Client;
+use kwop_tests::{wait, ControlPlane, Host};
+use serde_json::{json, Value};
+use std::path::Path;
+use std::time::Duration;
+
+/// The kwop binary under test.
+pub const KWOP: &str = env!("CARGO_BIN_EXE_kwop-host");
+
+pub fn foo_resource() -> ApiResource {
+    ApiResource::from_gvk(&GroupVersionKind::gvk("samplecontroller.k8s.io", "v1alpha1", "Foo"))
+}
+
+pub fn foos(client: &Client, ns: &str) -> Api<DynamicObject> {
+    Api::namespaced_with(client.clone(), ns, &foo_resource())
+}
+
+pub fn foo(name: &str, deployment: &str, replicas: Option<i64>) -> DynamicObject {
+    let mut spec = json!({ "deploymentName": deployment });
+    if let Some(r) = replicas {
+        spec["replicas"] = json!(r);
+    }
+    serde_json::from_value(json!({
+        "apiVersion": "samplecontroller.k8s.io/v1alpha1", "kind": "Foo",
+        "metadata": { "name": name }, "spec": spec
+    }))
+    .expect("static object")
+}
+
+pub async fn create_foo(client: &Client, ns: &str, name: &str, deployment: &str, replicas: Option<i64>) -> anyhow::Result<DynamicObject> {
+    Ok(foos(client, ns).create(&PostParams::default(), &foo(name, deployment, replicas)).await?)
+}
+
+pub async fn set_replicas(client: &Client, ns: &str, name: &str, replicas: i64) -> anyhow::Result<()> {
+    let patch = json!({ "spec": { "replicas": replicas } });
+    foos(client, ns).patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await?;
+    Ok(())
+}
+
+/// Waits for a Deployment matching `pred`.
+pub async fn deployment_where(client: &Client, ns: &str, name: &str, what: &str, pred: impl Fn(&Deployment) -> bool) -> anyhow::Result<Deployment> {
+    let api: Api<Deployment> = Api::namespaced(client.clone(), ns);
+    wait::until(what, Duration::from_secs(60), || async {
+        match api.get_opt(name).await.map_err(|e| e.to_string())? {
+            Some(d) if pred(&d) => Ok(Some(d)),
+            Some(d) => Err(format!("replicas={:?} status={:?}", d.spec.as_ref().and_then(|s| s.replicas), d.status)),
+            None => Err("not found".into()),
+        }
+    })
+    .await
+}
+
+/// Waits for a Foo whose status satisfies `pred`.
+pub async fn foo_status_where(client: &Client, ns: &str, name: &str, what: &str, pred: impl Fn(&Value) -> bool) -> anyhow::Result<DynamicObject> {
+    let api = foos(client, ns);
+    wait::until(what, Duration::from_secs(60), || async {
+        let f = api.get(name).await.map_err(|e| e.to_string())?;
+        let st = f.data.get("status").cloned().unwrap_or(Value::Null);
+        if pred(&st) {
+            Ok(Some(f))
+        } else {
+            Err(format!("status={st}"))
+        }
+    })
+    .await
+}
+
+/// Events about `object` (events.k8s.io/v1).
+pub async fn events_for(client: &Client, ns: &str, object: &str) -> anyhow::Result<Vec<Event>> {
+    let api: Api<Event> = Api::namespaced(client.clone(), ns);
+    Ok(api.list(&ListParams::default()).await?.items.into_iter().filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(object)).collect())
+}
+
+/// Waits for an event with `reason` on `object`; returns it.
+pub async fn event_with_reason(client: &Client, ns: &str, object: &str, reason: &str) -> anyhow::Result<Event> {
+    wait::until(&format!("event {reason} on {object}"), Duration::from_secs(60), || async {
+        let evs = events_for(client, ns, object).await.map_err(|e| e.to_string())?;
+        let reasons: Vec<String> = evs.iter().filter_map(|e| e.reason.clone()).collect();
+        match evs.into_iter().find(|e| e.reason.as_deref() == Some(reason)) {
+            Some(e) => Ok(Some(e)),
+            None => Err(format!("reasons so far: {reasons:?}")),
+        }
+    })
+    .await
+}
+
+/// Starts kwop with the given plugins folder.
+pub fn host(plane: &ControlPlane, plugins: &Path, extra: &[&str]) -> anyhow::Result<Host> {
+    Host::start(KWOP, plane, plugins, extra, true)
+}
+
+/// Write requests the API server served for a resource (from its own metrics).
+pub fn apiserver_writes(plane: &ControlPlane, resources: &[&str]) -> anyhow::Result<f64> {
+    let text = plane.kubectl_output(&["get", "--raw=/metrics"])?;
+    let mut total = 0.0;
+    for r in resources {
+        for verb in ["POST", "PUT", "PATCH", "APPLY", "DELETE"] {
+            total += kwop_tests::host::sum_metric(&text, "apiserver_request_total", &[("resource", r), ("verb", verb)]);
+        }
+    }
+    Ok(total)
+}
