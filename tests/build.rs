@@ -15,7 +15,14 @@ fn build(root: &Path, out: &Path, package: &str, features: &[&str], artifact: &s
         cmd.arg("--features").arg(features.join(","));
     }
     // The outer build's settings are for the host target, not for wasm.
-    for v in ["RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "CARGO_BUILD_TARGET", "CARGO_TARGET_DIR", "RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER"] {
+    for v in [
+        "RUSTFLAGS",
+        "CARGO_ENCODED_RUSTFLAGS",
+        "CARGO_BUILD_TARGET",
+        "CARGO_TARGET_DIR",
+        "RUSTC_WRAPPER",
+        "RUSTC_WORKSPACE_WRAPPER",
+    ] {
         cmd.env_remove(v);
     }
     let status = cmd.status().unwrap_or_else(|e| panic!("cannot run cargo to build {package}: {e}"));

@@ -11,11 +11,7 @@ use kwop::reconciler::types::{Event as WitEvent, EventType, Gvk};
 struct GuestFoo;
 
 fn deployment_gvk() -> Gvk {
-    Gvk {
-        group: "apps".into(),
-        version: "v1".into(),
-        kind: "Deployment".into(),
-    }
+    Gvk { group: "apps".into(), version: "v1".into(), kind: "Deployment".into() }
 }
 
 fn to_wit(events: Vec<crate::Event>) -> Vec<WitEvent> {
@@ -36,16 +32,8 @@ impl Guest for GuestFoo {
     fn info() -> PluginInfo {
         PluginInfo {
             name: "guest-foo".into(),
-            version: if cfg!(feature = "v2") {
-                "0.1.0-v2".into()
-            } else {
-                env!("CARGO_PKG_VERSION").into()
-            },
-            primary: Gvk {
-                group: "samplecontroller.k8s.io".into(),
-                version: "v1alpha1".into(),
-                kind: "Foo".into(),
-            },
+            version: if cfg!(feature = "v2") { "0.1.0-v2".into() } else { env!("CARGO_PKG_VERSION").into() },
+            primary: Gvk { group: "samplecontroller.k8s.io".into(), version: "v1alpha1".into(), kind: "Foo".into() },
             owns: vec![deployment_gvk()],
             reads: vec![],
         }
@@ -62,10 +50,7 @@ impl Guest for GuestFoo {
             match serde_json::from_str(&json) {
                 Ok(v) => Some(v),
                 Err(e) => {
-                    log(
-                        Level::Error,
-                        &format!("cached Deployment {ns}/{name} is not JSON: {e}"),
-                    );
+                    log(Level::Error, &format!("cached Deployment {ns}/{name} is not JSON: {e}"));
                     None
                 }
             }
@@ -78,11 +63,7 @@ impl Guest for GuestFoo {
                 events: to_wit(d.events),
                 requeue_after_ms: None,
             }),
-            Err(f) => Err(Failure {
-                message: f.message,
-                events: to_wit(f.events),
-                retry: f.retry,
-            }),
+            Err(f) => Err(Failure { message: f.message, events: to_wit(f.events), retry: f.retry }),
         }
     }
 }

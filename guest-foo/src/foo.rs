@@ -35,11 +35,7 @@ pub struct Event {
 
 impl Event {
     fn new(severity: Severity, reason: &str, message: impl Into<String>) -> Self {
-        Event {
-            severity,
-            reason: reason.into(),
-            message: message.into(),
-        }
+        Event { severity, reason: reason.into(), message: message.into() }
     }
 }
 
@@ -96,28 +92,18 @@ struct Spec {
 ///
 /// `deployment` looks up a Deployment by namespace and name in the cache (sample-controller's
 /// `deploymentsLister.Deployments(ns).Get(name)`); the host answers from its informer cache.
-pub fn sync(
-    foo: &Value,
-    deployment: &dyn Fn(&str, &str) -> Option<Value>,
-) -> Result<Decision, Failure> {
-    let foo: Foo =
-        Foo::deserialize(foo).map_err(|e| invalid(format!("Foo does not parse: {e}")))?;
+pub fn sync(foo: &Value, deployment: &dyn Fn(&str, &str) -> Option<Value>) -> Result<Decision, Failure> {
+    let foo: Foo = Foo::deserialize(foo).map_err(|e| invalid(format!("Foo does not parse: {e}")))?;
 
     let name = match foo.spec.deployment_name.as_deref() {
         Some(n) if !n.is_empty() => n,
         // sample-controller logs "Deployment name missing from object reference" and drops the
         // item (no retry): the user has to fix the Foo, which triggers a new sync.
-        _ => {
-            return Err(invalid(
-                "spec.deploymentName is missing or empty: no Deployment to manage".into(),
-            ))
-        }
+        _ => return Err(invalid("spec.deploymentName is missing or empty: no Deployment to manage".into())),
     };
     if let Err(why) = check_dns_subdomain(name) {
         // sample-controller would retry a create the API server rejects, forever; we say why once.
-        return Err(invalid(format!(
-            "spec.deploymentName {name:?} is not a valid Deployment name: {why}"
-        )));
+        return Err(invalid(format!("spec.deploymentName {name:?} is not a valid Deployment name: {why}")));
     }
 
     let observed = deployment(&foo.metadata.namespace, name);
@@ -132,29 +118,18 @@ pub fn sync(
         }
     }
 
-    let available = observed
-        .as_ref()
-        .and_then(|d| d.pointer("/status/availableReplicas"))
-        .and_then(Value::as_i64)
-        .unwrap_or(0);
+    let available =
+        observed.as_ref().and_then(|d| d.pointer("/status/availableReplicas")).and_then(Value::as_i64).unwrap_or(0);
 
     Ok(Decision {
         apply: vec![new_deployment(&foo, name)],
         status: json!({ "availableReplicas": available }),
-        events: vec![Event::new(
-            Severity::Normal,
-            SUCCESS_SYNCED,
-            MESSAGE_RESOURCE_SYNCED,
-        )],
+        events: vec![Event::new(Severity::Normal, SUCCESS_SYNCED, MESSAGE_RESOURCE_SYNCED)],
     })
 }
 
 fn invalid(message: String) -> Failure {
-    Failure {
-        events: vec![Event::new(Severity::Warning, INVALID_SPEC, message.clone())],
-        message,
-        retry: false,
-    }
+    Failure { events: vec![Event::new(Severity::Warning, INVALID_SPEC, message.clone())], message, retry: false }
 }
 
 /// sample-controller's `newDeployment`, as a server-side apply intent. The owner reference is
@@ -178,19 +153,14 @@ fn new_deployment(foo: &Foo, name: &str) -> Value {
     }
     #[cfg(feature = "v2")]
     if let Some(m) = metadata.as_object_mut() {
-        m.insert(
-            "annotations".into(),
-            json!({ "samplecontroller.k8s.io/reconciled-by": "guest-foo-v2" }),
-        );
+        m.insert("annotations".into(), json!({ "samplecontroller.k8s.io/reconciled-by": "guest-foo-v2" }));
     }
     json!({ "apiVersion": "apps/v1", "kind": "Deployment", "metadata": metadata, "spec": spec })
 }
 
 /// `metav1.IsControlledBy`: the object's controller owner reference has the Foo's UID.
 fn is_controlled_by(obj: &Value, uid: &str) -> bool {
-    let refs = obj
-        .pointer("/metadata/ownerReferences")
-        .and_then(Value::as_array);
+    let refs = obj.pointer("/metadata/ownerReferences").and_then(Value::as_array);
     refs.into_iter().flatten().any(|r| {
         r.get("controller").and_then(Value::as_bool) == Some(true)
             && !uid.is_empty()
@@ -205,8 +175,7 @@ fn check_dns_subdomain(s: &str) -> Result<(), &'static str> {
     }
     let ok_label = |l: &str| {
         !l.is_empty()
-            && l.bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && l.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
             && !l.starts_with('-')
             && !l.ends_with('-')
     };

@@ -17,11 +17,7 @@ pub struct Gvk {
 impl Gvk {
     /// Builds a GVK.
     pub fn new(group: &str, version: &str, kind: &str) -> Self {
-        Gvk {
-            group: group.into(),
-            version: version.into(),
-            kind: kind.into(),
-        }
+        Gvk { group: group.into(), version: version.into(), kind: kind.into() }
     }
 
     /// `apps/v1`, or `v1` for the core group.
@@ -67,9 +63,6 @@ mod tests {
         let g = Gvk::from_api_version("v1", "ConfigMap");
         assert_eq!(g, Gvk::new("", "v1", "ConfigMap"));
         assert_eq!(g.api_version(), "v1");
-        assert_eq!(
-            Gvk::from_api_version("apps/v1", "Deployment").to_string(),
-            "apps/v1/Deployment"
-        );
+        assert_eq!(Gvk::from_api_version("apps/v1", "Deployment").to_string(), "apps/v1/Deployment");
     }
 }

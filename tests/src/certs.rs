@@ -2,7 +2,9 @@
 //! admin client certificate in `system:masters`, and the service-account signing key.
 
 use anyhow::Result;
-use rcgen::{BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose};
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose,
+};
 use std::path::{Path, PathBuf};
 
 /// Paths of the generated files.

@@ -37,7 +37,14 @@ impl Host {
     }
 
     /// Like [`Host::start`] with another kubeconfig (e.g. a service account's token).
-    pub fn start_with_kubeconfig(bin: &str, plane: &ControlPlane, kubeconfig: &Path, plugins: &Path, extra: &[&str], wait_ready: bool) -> Result<Host> {
+    pub fn start_with_kubeconfig(
+        bin: &str,
+        plane: &ControlPlane,
+        kubeconfig: &Path,
+        plugins: &Path,
+        extra: &[&str],
+        wait_ready: bool,
+    ) -> Result<Host> {
         let port = free_port()?;
         static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

@@ -66,7 +66,11 @@ pub fn binaries() -> Result<PathBuf> {
     static BIN: OnceLock<std::result::Result<PathBuf, String>> = OnceLock::new();
     BIN.get_or_init(|| {
         let script = crate::repo_root().join("scripts/k8s-bins");
-        let out = Command::new("bash").arg(&script).arg("--print-dir").output().map_err(|e| format!("cannot run {}: {e}", script.display()))?;
+        let out = Command::new("bash")
+            .arg(&script)
+            .arg("--print-dir")
+            .output()
+            .map_err(|e| format!("cannot run {}: {e}", script.display()))?;
         if !out.status.success() {
             return Err(format!("scripts/k8s-bins failed: {}", String::from_utf8_lossy(&out.stderr).trim()));
         }
@@ -94,7 +98,10 @@ impl ControlPlane {
     /// an API-only plane by adding the remaining components).
     pub fn shared(mode: Mode) -> Result<&'static ControlPlane> {
         static PLANE: OnceLock<std::result::Result<ControlPlane, String>> = OnceLock::new();
-        let plane = PLANE.get_or_init(|| ControlPlane::start(mode).map_err(|e| format!("{e:#}"))).as_ref().map_err(|e| anyhow!("{e}"))?;
+        let plane = PLANE
+            .get_or_init(|| ControlPlane::start(mode).map_err(|e| format!("{e:#}")))
+            .as_ref()
+            .map_err(|e| anyhow!("{e}"))?;
         plane.ensure(mode)?;
         Ok(plane)
     }
@@ -188,7 +195,10 @@ impl ControlPlane {
     }
 
     fn define(&self, name: &str, program: &Path, args: Vec<String>) {
-        self.specs.lock().unwrap_or_else(|e| e.into_inner()).insert(name.into(), Spec { program: program.to_path_buf(), args });
+        self.specs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(name.into(), Spec { program: program.to_path_buf(), args });
     }
 
     fn start_proc(&self, name: &str) -> Result<()> {
@@ -235,7 +245,11 @@ impl ControlPlane {
                 return Ok(());
             }
             if start.elapsed() > Duration::from_secs(120) {
-                bail!("kube-apiserver not ready after 120s: {:?} (log: {})", out.err(), self.dir.join("kube-apiserver.log").display());
+                bail!(
+                    "kube-apiserver not ready after 120s: {:?} (log: {})",
+                    out.err(),
+                    self.dir.join("kube-apiserver.log").display()
+                );
             }
             std::thread::sleep(Duration::from_millis(200));
         }
@@ -360,7 +374,13 @@ impl ControlPlane {
             for p in ["kube-controller-manager", "kube-scheduler", "kwok"] {
                 self.check_alive(p)?;
             }
-            let ready = self.kubectl_output(&["get", "node", "kwok-node-0", "-o", "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}"]);
+            let ready = self.kubectl_output(&[
+                "get",
+                "node",
+                "kwok-node-0",
+                "-o",
+                "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}",
+            ]);
             if matches!(&ready, Ok(s) if s.trim() == "True") {
                 break;
             }
@@ -389,7 +409,8 @@ impl ControlPlane {
     pub fn namespace(&self, hint: &str) -> Result<String> {
         static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let clean: String = hint.to_lowercase().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).take(40).collect();
+        let clean: String =
+            hint.to_lowercase().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).take(40).collect();
         let name = format!("{}-{}-{n}", clean.trim_matches('-'), std::process::id() % 100_000);
         self.kubectl_output(&["create", "namespace", &name])?;
         Ok(name)

@@ -65,8 +65,15 @@ impl Proc {
             });
         }
         let (tx, rx) = mpsc::channel();
-        keeper().lock().map_err(|_| anyhow!("process keeper poisoned"))?.send((cmd, tx)).map_err(|_| anyhow!("process keeper gone"))?;
-        let child = rx.recv().map_err(|_| anyhow!("process keeper gone"))?.with_context(|| format!("cannot start {}", program.display()))?;
+        keeper()
+            .lock()
+            .map_err(|_| anyhow!("process keeper poisoned"))?
+            .send((cmd, tx))
+            .map_err(|_| anyhow!("process keeper gone"))?;
+        let child = rx
+            .recv()
+            .map_err(|_| anyhow!("process keeper gone"))?
+            .with_context(|| format!("cannot start {}", program.display()))?;
         Ok(Proc { name: name.to_string(), child, log: log.to_path_buf() })
     }
 

@@ -8,7 +8,11 @@ const KWOP: &str = env!("CARGO_BIN_EXE_kwop-host");
 fn kwop(args: &[&str]) -> (i32, String, String) {
     let cache = std::env::temp_dir().join(format!("kwop-cli-cache-{}", std::process::id()));
     let out = Command::new(KWOP).args(args).env("KWOP_CACHE_DIR", cache).output().expect("kwop runs");
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 fn fixtures() -> String {
@@ -80,7 +84,15 @@ fn reconcile_reads_yaml_and_json_and_reports_failures_as_json() {
     // A List of observed objects in YAML, including one that collides.
     let observed = dir.join("observed.yaml");
     std::fs::write(&observed, "apiVersion: v1\nkind: List\nitems:\n- apiVersion: apps/v1\n  kind: Deployment\n  metadata: {name: a, namespace: n}\n").expect("write");
-    let (code, out, _) = kwop(&["plugin", "reconcile", plugins::GUEST_FOO, "--primary", &foo.display().to_string(), "--observed", &observed.display().to_string()]);
+    let (code, out, _) = kwop(&[
+        "plugin",
+        "reconcile",
+        plugins::GUEST_FOO,
+        "--primary",
+        &foo.display().to_string(),
+        "--observed",
+        &observed.display().to_string(),
+    ]);
     assert_eq!(code, 1);
     let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
     assert_eq!(v["error"]["retry"], true);
@@ -96,10 +108,23 @@ fn reconcile_applies_the_write_fence_offline() {
     let (code, out, _) = kwop(&["plugin", "reconcile", plugins::CHAOS, "--primary", &chaos.display().to_string()]);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("not declared in owns"), "{out}");
-    let (code, out, _) = kwop(&["plugin", "reconcile", plugins::CHAOS, "--primary", &chaos.display().to_string(), "--no-fence"]);
+    let (code, out, _) =
+        kwop(&["plugin", "reconcile", plugins::CHAOS, "--primary", &chaos.display().to_string(), "--no-fence"]);
     assert_eq!(code, 0, "{out}");
-    std::fs::write(&chaos, "apiVersion: test.kwop.dev/v1\nkind: Chaos\nmetadata: {name: c, namespace: n, uid: u}\nspec: {mode: loop}\n").expect("write");
-    let (code, out, _) = kwop(&["plugin", "reconcile", plugins::CHAOS, "--primary", &chaos.display().to_string(), "--plugin-timeout", "200ms"]);
+    std::fs::write(
+        &chaos,
+        "apiVersion: test.kwop.dev/v1\nkind: Chaos\nmetadata: {name: c, namespace: n, uid: u}\nspec: {mode: loop}\n",
+    )
+    .expect("write");
+    let (code, out, _) = kwop(&[
+        "plugin",
+        "reconcile",
+        plugins::CHAOS,
+        "--primary",
+        &chaos.display().to_string(),
+        "--plugin-timeout",
+        "200ms",
+    ]);
     assert_eq!(code, 1);
     assert!(out.contains("deadline"), "{out}");
 }

@@ -10,7 +10,9 @@ use serde_json::json;
 use std::time::Duration;
 
 fn owner_is(d: &Deployment, foo_uid: &str) -> bool {
-    d.metadata.owner_references.iter().flatten().any(|r| r.controller == Some(true) && r.uid == foo_uid && r.kind == "Foo" && r.block_owner_deletion == Some(true))
+    d.metadata.owner_references.iter().flatten().any(|r| {
+        r.controller == Some(true) && r.uid == foo_uid && r.kind == "Foo" && r.block_owner_deletion == Some(true)
+    })
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -23,7 +25,10 @@ async fn a_foo_gets_its_deployment_scales_reports_status_and_is_garbage_collecte
 
     let foo = create_foo(&client, &ns, "example-foo", "example-foo", Some(1)).await?;
     let uid = foo.metadata.uid.clone().unwrap_or_default();
-    let d = deployment_where(&client, &ns, "example-foo", "the Deployment", |d| d.spec.as_ref().and_then(|s| s.replicas) == Some(1)).await?;
+    let d = deployment_where(&client, &ns, "example-foo", "the Deployment", |d| {
+        d.spec.as_ref().and_then(|s| s.replicas) == Some(1)
+    })
+    .await?;
     assert!(owner_is(&d, &uid), "controller owner reference to the Foo: {:?}", d.metadata.owner_references);
     let spec = d.spec.clone().unwrap_or_default();
     let labels = json!({"app": "nginx", "controller": "example-foo"});
@@ -38,7 +43,10 @@ async fn a_foo_gets_its_deployment_scales_reports_status_and_is_garbage_collecte
     event_with_reason(&client, &ns, "example-foo", "Synced").await?;
 
     set_replicas(&client, &ns, "example-foo", 3).await?;
-    deployment_where(&client, &ns, "example-foo", "3 replicas", |d| d.spec.as_ref().and_then(|s| s.replicas) == Some(3)).await?;
+    deployment_where(&client, &ns, "example-foo", "3 replicas", |d| {
+        d.spec.as_ref().and_then(|s| s.replicas) == Some(3)
+    })
+    .await?;
     foo_status_where(&client, &ns, "example-foo", "availableReplicas=3", |s| s["availableReplicas"] == 3).await?;
 
     // Deleting the Foo lets the garbage collector delete the Deployment.
@@ -107,7 +115,11 @@ async fn a_resync_of_an_in_sync_world_writes_nothing() -> anyhow::Result<()> {
     tokio::time::sleep(Duration::from_secs(5)).await;
     let writes_after = apiserver_writes(&plane, &resources)?;
     let reconciles_after = host.metric("kwop_reconcile_total", &[])?;
-    assert!(reconciles_after - reconciles_before >= 60.0, "expected >= 3 resyncs of 20 Foos, saw {} reconciles", reconciles_after - reconciles_before);
+    assert!(
+        reconciles_after - reconciles_before >= 60.0,
+        "expected >= 3 resyncs of 20 Foos, saw {} reconciles",
+        reconciles_after - reconciles_before
+    );
     assert_eq!(writes_after - writes_before, 0.0, "writes during resyncs of an in-sync world");
     assert!(host.metric("kwop_writes_skipped_total", &[])? > 0.0);
     Ok(())

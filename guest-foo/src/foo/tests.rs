@@ -60,14 +60,7 @@ fn creates_the_deployment_sample_controller_would() {
         })]
     );
     assert_eq!(d.status, json!({ "availableReplicas": 0 }));
-    assert_eq!(
-        d.events,
-        vec![Event::new(
-            Severity::Normal,
-            "Synced",
-            "Foo synced successfully"
-        )]
-    );
+    assert_eq!(d.events, vec![Event::new(Severity::Normal, "Synced", "Foo synced successfully")]);
 }
 
 #[test]
@@ -78,9 +71,7 @@ fn unset_replicas_stay_unset() {
 
 #[test]
 fn status_copies_available_replicas_of_the_owned_deployment() {
-    let found = |ns: &str, n: &str| {
-        (ns == "default" && n == "test").then(|| deployment(Some("uid-foo"), Some(3)))
-    };
+    let found = |ns: &str, n: &str| (ns == "default" && n == "test").then(|| deployment(Some("uid-foo"), Some(3)));
     let d = sync(&foo(Some("test"), Some(3)), &found).expect("sync");
     assert_eq!(d.status, json!({ "availableReplicas": 3 }));
 }
@@ -90,10 +81,7 @@ fn unowned_deployment_is_left_alone_and_reported() {
     let found = |_: &str, _: &str| Some(deployment(None, None));
     let f = sync(&foo(Some("test"), Some(1)), &found).expect_err("must fail");
     assert!(f.retry);
-    assert_eq!(
-        f.message,
-        "Resource \"test\" already exists and is not managed by Foo"
-    );
+    assert_eq!(f.message, "Resource \"test\" already exists and is not managed by Foo");
     assert_eq!(f.events[0].reason, "ErrResourceExists");
     assert_eq!(f.events[0].severity, Severity::Warning);
 }
@@ -127,11 +115,7 @@ fn invalid_deployment_name_is_a_warning_without_retry() {
     for bad in ["Has_Upper", "-lead", "trail-", "a..b", &"x".repeat(254)] {
         let f = sync(&foo(Some(bad), Some(1)), &none).expect_err(bad);
         assert!(!f.retry, "{bad}");
-        assert!(
-            f.message.contains("not a valid Deployment name"),
-            "{}",
-            f.message
-        );
+        assert!(f.message.contains("not a valid Deployment name"), "{}", f.message);
     }
     assert!(sync(&foo(Some("a.b-c.d9"), Some(1)), &none).is_ok());
 }

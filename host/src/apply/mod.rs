@@ -22,6 +22,15 @@ use std::sync::Mutex;
 /// Annotation holding the hash of the intent an object was last applied from.
 pub const INTENT_HASH: &str = "kwop.dev/intent-hash";
 
+type MemoKey = (Gvk, Option<String>, String);
+
+/// What we last applied to an object.
+struct Applied {
+    uid: String,
+    resource_version: String,
+    hash: String,
+}
+
 /// What a write did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Write {
@@ -38,7 +47,7 @@ pub struct Applier {
     /// (kind, namespace, name) → (uid, resourceVersion, hash) after our last apply: if the object
     /// has not changed since, it still matches, even when the API server normalised a value
     /// (e.g. a quantity) so that a plain comparison would say it differs.
-    memo: Mutex<HashMap<(Gvk, Option<String>, String), (String, String, String)>>,
+    memo: Mutex<HashMap<MemoKey, Applied>>,
 }
 
 fn hash_of(v: &Value) -> String {
@@ -50,11 +59,7 @@ fn hash_of(v: &Value) -> String {
 impl Applier {
     /// An applier writing as `field_manager`.
     pub fn new(client: Client, field_manager: String) -> Self {
-        Applier {
-            client,
-            field_manager,
-            memo: Mutex::new(HashMap::new()),
-        }
+        Applier { client, field_manager, memo: Mutex::new(HashMap::new()) }
     }
 
     fn api(&self, r: &Resolved, namespace: Option<&str>) -> Api<DynamicObject> {
@@ -84,39 +89,28 @@ impl Applier {
         body
     }
 
-    fn memo_matches(
-        &self,
-        key: &(Gvk, Option<String>, String),
-        observed: &DynamicObject,
-        hash: &str,
-    ) -> bool {
+    fn memo_matches(&self, key: &MemoKey, observed: &DynamicObject, hash: &str) -> bool {
         let memo = self.memo.lock().unwrap_or_else(|p| p.into_inner());
-        memo.get(key).is_some_and(|(uid, rv, h)| {
-            Some(uid) == observed.metadata.uid.as_ref()
-                && Some(rv) == observed.metadata.resource_version.as_ref()
-                && h == hash
+        memo.get(key).is_some_and(|a| {
+            Some(&a.uid) == observed.metadata.uid.as_ref()
+                && Some(&a.resource_version) == observed.metadata.resource_version.as_ref()
+                && a.hash == hash
         })
     }
 
-    fn remember(&self, key: (Gvk, Option<String>, String), written: &DynamicObject, hash: String) {
-        if let (Some(uid), Some(rv)) = (
-            written.metadata.uid.clone(),
-            written.metadata.resource_version.clone(),
-        ) {
+    fn remember(&self, key: MemoKey, written: &DynamicObject, hash: String) {
+        if let (Some(uid), Some(rv)) = (written.metadata.uid.clone(), written.metadata.resource_version.clone()) {
             self.memo
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
-                .insert(key, (uid, rv, hash));
+                .insert(key, Applied { uid, resource_version: rv, hash });
         }
     }
 
     /// Forgets what was applied for objects of a deleted primary's namespace/name (memory bound).
     pub fn forget(&self, gvk: &Gvk, namespace: Option<&str>, name: &str) {
         let key = (gvk.clone(), namespace.map(str::to_string), name.to_string());
-        self.memo
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&key);
+        self.memo.lock().unwrap_or_else(|p| p.into_inner()).remove(&key);
     }
 
     /// Applies one desired object unless `observed` already satisfies it.
@@ -129,18 +123,11 @@ impl Applier {
         observed: Option<&DynamicObject>,
     ) -> Result<Write, kube::Error> {
         let hash = desired
-            .pointer(&format!(
-                "/metadata/annotations/{}",
-                INTENT_HASH.replace('/', "~1")
-            ))
+            .pointer(&format!("/metadata/annotations/{}", INTENT_HASH.replace('/', "~1")))
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_string();
-        let key = (
-            r.gvk.clone(),
-            namespace.map(str::to_string),
-            name.to_string(),
-        );
+        let key = (r.gvk.clone(), namespace.map(str::to_string), name.to_string());
         if let Some(o) = observed {
             if self.memo_matches(&key, o, &hash) {
                 return Ok(Write::Skipped);
@@ -150,26 +137,14 @@ impl Applier {
             }
         }
         let pp = PatchParams::apply(&self.field_manager).force();
-        let written = self
-            .api(r, namespace)
-            .patch(name, &pp, &Patch::Apply(desired))
-            .await?;
+        let written = self.api(r, namespace).patch(name, &pp, &Patch::Apply(desired)).await?;
         self.remember(key, &written, hash);
         Ok(Write::Written)
     }
 
     /// Writes the primary's status through the status subresource unless it already matches.
-    pub async fn status(
-        &self,
-        r: &Resolved,
-        primary: &DynamicObject,
-        status: &Value,
-    ) -> Result<Write, kube::Error> {
-        if primary
-            .data
-            .get("status")
-            .is_some_and(|s| covers(s, status))
-        {
+    pub async fn status(&self, r: &Resolved, primary: &DynamicObject, status: &Value) -> Result<Write, kube::Error> {
+        if primary.data.get("status").is_some_and(|s| covers(s, status)) {
             return Ok(Write::Skipped);
         }
         let name = primary.metadata.name.clone().unwrap_or_default();
@@ -180,9 +155,7 @@ impl Applier {
             "status": status,
         });
         let pp = PatchParams::apply(&self.field_manager).force();
-        self.api(r, primary.metadata.namespace.as_deref())
-            .patch_status(&name, &pp, &Patch::Apply(&body))
-            .await?;
+        self.api(r, primary.metadata.namespace.as_deref()).patch_status(&name, &pp, &Patch::Apply(&body)).await?;
         Ok(Write::Written)
     }
 
@@ -198,10 +171,7 @@ impl Applier {
             return Ok(Write::Skipped);
         };
         let dp = DeleteParams {
-            preconditions: Some(Preconditions {
-                uid: o.metadata.uid.clone(),
-                resource_version: None,
-            }),
+            preconditions: Some(Preconditions { uid: o.metadata.uid.clone(), resource_version: None }),
             propagation_policy: Some(kube::api::PropagationPolicy::Background),
             ..DeleteParams::default()
         };

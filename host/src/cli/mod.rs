@@ -165,11 +165,8 @@ pub enum PluginCommand {
 
 fn init_tracing(format: LogFormat) {
     use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_env("KWOP_LOG")
-        .unwrap_or_else(|_| EnvFilter::new("info,kube_lease_manager=warn"));
-    let b = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+    let filter = EnvFilter::try_from_env("KWOP_LOG").unwrap_or_else(|_| EnvFilter::new("info,kube_lease_manager=warn"));
+    let b = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
     match format {
         LogFormat::Text => b.init(),
         LogFormat::Json => b.json().init(),
@@ -181,14 +178,8 @@ pub fn bind_addr(s: &str) -> anyhow::Result<Option<SocketAddr>> {
     if s.is_empty() || s == "0" {
         return Ok(None);
     }
-    let s = if s.starts_with(':') {
-        format!("0.0.0.0{s}")
-    } else {
-        s.to_string()
-    };
-    Ok(Some(s.parse().map_err(|e| {
-        anyhow::anyhow!("invalid bind address {s:?}: {e}")
-    })?))
+    let s = if s.starts_with(':') { format!("0.0.0.0{s}") } else { s.to_string() };
+    Ok(Some(s.parse().map_err(|e| anyhow::anyhow!("invalid bind address {s:?}: {e}"))?))
 }
 
 /// Entry point of the binary.

@@ -3,9 +3,7 @@
 use super::{PluginCommand, SandboxArgs};
 use crate::kinds::Gvk;
 use crate::outcome::{self, fence::controller_uid, FenceContext, OutcomeLimits};
-use crate::plugin::{
-    wit, CallError, EngineConfig, Limits, LoadedPlugin, PluginEngine, StaticCache,
-};
+use crate::plugin::{wit, CallError, EngineConfig, Limits, LoadedPlugin, PluginEngine, StaticCache};
 use anyhow::{anyhow, bail, Context};
 use serde_json::{json, Value};
 use std::io::{Read, Write as _};
@@ -28,13 +26,7 @@ pub(super) fn plugin(cmd: PluginCommand) -> anyhow::Result<ExitCode> {
                 }
             }
         }
-        PluginCommand::Reconcile {
-            file,
-            primary,
-            observed,
-            no_fence,
-            sandbox,
-        } => {
+        PluginCommand::Reconcile { file, primary, observed, no_fence, sandbox } => {
             let engine = engine(&sandbox)?;
             let p = LoadedPlugin::load_file(&engine, &file, limits(&sandbox))
                 .map_err(|e| anyhow!("{}: {e}", file.display()))?;
@@ -48,78 +40,51 @@ pub(super) fn plugin(cmd: PluginCommand) -> anyhow::Result<ExitCode> {
             }
             let (out, ok) = reconcile_offline(&p, primary, objects, !no_fence);
             print_json(&out)?;
-            Ok(if ok {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
-            })
+            Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
         }
-        PluginCommand::Test {
-            file,
-            fixtures,
-            sandbox,
-        } => {
+        PluginCommand::Test { file, fixtures, sandbox } => {
             let engine = engine(&sandbox)?;
             let p = LoadedPlugin::load_file(&engine, &file, limits(&sandbox))
                 .map_err(|e| anyhow!("{}: {e}", file.display()))?;
             run_fixtures(&p, &fixtures)
         }
-        PluginCommand::List {
-            plugins,
-            url,
-            sandbox,
-        } => {
-            match (plugins, url) {
-                (_, Some(url)) => {
-                    print_json(&fetch_plugins(&url)?)?;
-                    Ok(ExitCode::SUCCESS)
-                }
-                (Some(dir), None) => {
-                    let engine = engine(&sandbox)?;
-                    let (files, errors) = crate::hotswap::folder::scan(&dir)
-                        .with_context(|| format!("cannot list {}", dir.display()))?;
-                    let mut out = Vec::new();
-                    for (name, st) in files {
-                        match LoadedPlugin::load_bytes(&engine, &st.bytes, &st.path, limits(&sandbox)) {
+        PluginCommand::List { plugins, url, sandbox } => match (plugins, url) {
+            (_, Some(url)) => {
+                print_json(&fetch_plugins(&url)?)?;
+                Ok(ExitCode::SUCCESS)
+            }
+            (Some(dir), None) => {
+                let engine = engine(&sandbox)?;
+                let crate::hotswap::folder::Scan { files, errors } =
+                    crate::hotswap::folder::scan(&dir).with_context(|| format!("cannot list {}", dir.display()))?;
+                let mut out = Vec::new();
+                for (name, st) in files {
+                    match LoadedPlugin::load_bytes(&engine, &st.bytes, &st.path, limits(&sandbox)) {
                         Ok(p) => out.push(json!({ "file": name, "plugin": describe(&p) })),
                         Err(e) => out.push(json!({ "file": name, "error": e.to_string(), "sha256": st.sha256 })),
                     }
-                    }
-                    for (name, e) in errors {
-                        out.push(json!({ "file": name, "error": e }));
-                    }
-                    print_json(&Value::Array(out))?;
-                    Ok(ExitCode::SUCCESS)
                 }
-                (None, None) => bail!("give --plugins DIR or --url http://HOST:PORT"),
+                for (name, e) in errors {
+                    out.push(json!({ "file": name, "error": e }));
+                }
+                print_json(&Value::Array(out))?;
+                Ok(ExitCode::SUCCESS)
             }
-        }
+            (None, None) => bail!("give --plugins DIR or --url http://HOST:PORT"),
+        },
     }
 }
 
 fn engine(s: &SandboxArgs) -> anyhow::Result<Arc<PluginEngine>> {
-    let cache_dir = if s.no_cache {
-        None
-    } else {
-        s.cache_dir
-            .clone()
-            .or_else(crate::plugin::engine::default_cache_dir)
-    };
+    let cache_dir =
+        if s.no_cache { None } else { s.cache_dir.clone().or_else(crate::plugin::engine::default_cache_dir) };
     // One-shot tools: no pooling (it reserves address space up front for many instances).
-    PluginEngine::new(EngineConfig {
-        pooling: false,
-        cache_dir,
-        ..EngineConfig::default()
-    })
+    PluginEngine::new(EngineConfig { pooling: false, cache_dir, ..EngineConfig::default() })
 }
 
 /// Limits from the command line.
 pub(super) fn limits(s: &SandboxArgs) -> Limits {
-    Limits {
-        deadline: s.plugin_timeout,
-        memory_bytes: s.plugin_memory,
-        ..Limits::default()
-    }
+    Limits { deadline: s.plugin_timeout, memory_bytes: s.plugin_memory, ..Limits::default() }
 }
 
 fn describe(p: &LoadedPlugin) -> Value {
@@ -153,8 +118,7 @@ pub fn read_objects(path: &Path) -> anyhow::Result<Vec<Value>> {
     };
     let mut out = Vec::new();
     if text.trim_start().starts_with(['{', '[']) {
-        let v: Value = serde_json::from_str(&text)
-            .with_context(|| format!("{} is not valid JSON", path.display()))?;
+        let v: Value = serde_json::from_str(&text).with_context(|| format!("{} is not valid JSON", path.display()))?;
         push_objects(v, &mut out, path)?;
     } else {
         for doc in serde_yaml::Deserializer::from_str(&text) {
@@ -170,20 +134,13 @@ pub fn read_objects(path: &Path) -> anyhow::Result<Vec<Value>> {
 
 fn push_objects(v: Value, out: &mut Vec<Value>, path: &Path) -> anyhow::Result<()> {
     match v {
-        Value::Array(items) => items
-            .into_iter()
-            .try_for_each(|i| push_objects(i, out, path)),
+        Value::Array(items) => items.into_iter().try_for_each(|i| push_objects(i, out, path)),
         Value::Object(ref o)
-            if o.get("kind")
-                .and_then(Value::as_str)
-                .is_some_and(|k| k.ends_with("List"))
+            if o.get("kind").and_then(Value::as_str).is_some_and(|k| k.ends_with("List"))
                 && o.contains_key("items") =>
         {
             match v.get("items") {
-                Some(Value::Array(items)) => items
-                    .iter()
-                    .cloned()
-                    .try_for_each(|i| push_objects(i, out, path)),
+                Some(Value::Array(items)) => items.iter().cloned().try_for_each(|i| push_objects(i, out, path)),
                 _ => bail!("{}: items of a List must be an array", path.display()),
             }
         }
@@ -191,27 +148,16 @@ fn push_objects(v: Value, out: &mut Vec<Value>, path: &Path) -> anyhow::Result<(
             out.push(v);
             Ok(())
         }
-        _ => bail!(
-            "{}: expected a Kubernetes object, found {v}",
-            path.display()
-        ),
+        _ => bail!("{}: expected a Kubernetes object, found {v}", path.display()),
     }
 }
 
 fn meta_str<'a>(v: &'a Value, f: &str) -> Option<&'a str> {
-    v.get("metadata")?
-        .get(f)?
-        .as_str()
-        .filter(|s| !s.is_empty())
+    v.get("metadata")?.get(f)?.as_str().filter(|s| !s.is_empty())
 }
 
 /// One reconcile with a static cache; returns the JSON to print and whether it succeeded.
-pub fn reconcile_offline(
-    p: &LoadedPlugin,
-    primary: Value,
-    observed: Vec<Value>,
-    fence: bool,
-) -> (Value, bool) {
+pub fn reconcile_offline(p: &LoadedPlugin, primary: Value, observed: Vec<Value>, fence: bool) -> (Value, bool) {
     let mut cache = StaticCache::default();
     for o in observed {
         cache.insert(o);
@@ -224,28 +170,16 @@ pub fn reconcile_offline(
         .iter()
         .flat_map(|g| cache.all(g))
         .filter(|o| {
-            meta_str(o, "namespace") == ns.as_deref()
-                && !uid.is_empty()
-                && controller_uid(o) == Some(uid.as_str())
+            meta_str(o, "namespace") == ns.as_deref() && !uid.is_empty() && controller_uid(o) == Some(uid.as_str())
         })
         .map(Value::to_string)
         .collect();
-    let object = format!(
-        "{}/{}",
-        ns.as_deref().unwrap_or(""),
-        meta_str(&primary, "name").unwrap_or("")
-    );
-    let req = wit::Request {
-        primary: primary.to_string(),
-        owned,
-    };
+    let object = format!("{}/{}", ns.as_deref().unwrap_or(""), meta_str(&primary, "name").unwrap_or(""));
+    let req = wit::Request { primary: primary.to_string(), owned };
     let cache = Arc::new(cache);
     let limits = OutcomeLimits::default();
     let error = |message: String, retry: bool| {
-        (
-            json!({ "error": { "message": message, "retry": retry, "events": [] } }),
-            false,
-        )
+        (json!({ "error": { "message": message, "retry": retry, "events": [] } }), false)
     };
     match p.reconcile(&req, object, cache.clone()) {
         Err(e @ CallError::Deadline(_))
@@ -259,12 +193,7 @@ pub fn reconcile_offline(
                 if fence {
                     let namespaced = |g: &Gvk| !outcome::fence::well_known_cluster_scoped(g);
                     let observed = |g: &Gvk, ns: Option<&str>, n: &str| {
-                        cache
-                            .all(g)
-                            .find(|o| {
-                                meta_str(o, "name") == Some(n) && meta_str(o, "namespace") == ns
-                            })
-                            .cloned()
+                        cache.all(g).find(|o| meta_str(o, "name") == Some(n) && meta_str(o, "namespace") == ns).cloned()
                     };
                     let ctx = FenceContext {
                         info: &p.info,
@@ -305,15 +234,8 @@ fn run_fixtures(p: &LoadedPlugin, roots: &[PathBuf]) -> anyhow::Result<ExitCode>
             }
         }
     }
-    println!(
-        "{passed} passed, {failed} failed ({} {})",
-        p.info.name, p.info.version
-    );
-    Ok(if failed == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    println!("{passed} passed, {failed} failed ({} {})", p.info.name, p.info.version);
+    Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
 fn collect_fixtures(dir: &Path, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
@@ -321,9 +243,8 @@ fn collect_fixtures(dir: &Path, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
         out.push(dir.to_path_buf());
         return Ok(());
     }
-    let mut entries: Vec<_> = std::fs::read_dir(dir)
-        .with_context(|| format!("cannot read {}", dir.display()))?
-        .collect::<Result<_, _>>()?;
+    let mut entries: Vec<_> =
+        std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?.collect::<Result<_, _>>()?;
     entries.sort_by_key(|e| e.file_name());
     for e in entries {
         if e.path().is_dir() {
@@ -336,19 +257,12 @@ fn collect_fixtures(dir: &Path, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
 /// A fixture folder: `primary.yaml`, optional `observed.yaml` (any number of documents), and
 /// `expected.json` — exactly what `kwop plugin reconcile` must print.
 fn run_fixture(p: &LoadedPlugin, dir: &Path) -> anyhow::Result<()> {
-    let primary = read_objects(&dir.join("primary.yaml"))?
-        .into_iter()
-        .next()
-        .ok_or_else(|| anyhow!("primary.yaml is empty"))?;
+    let primary =
+        read_objects(&dir.join("primary.yaml"))?.into_iter().next().ok_or_else(|| anyhow!("primary.yaml is empty"))?;
     let observed_file = dir.join("observed.yaml");
-    let observed = if observed_file.exists() {
-        read_objects(&observed_file)?
-    } else {
-        Vec::new()
-    };
-    let expected: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("expected.json"))?)
-            .context("expected.json is not JSON")?;
+    let observed = if observed_file.exists() { read_objects(&observed_file)? } else { Vec::new() };
+    let expected: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("expected.json"))?)
+        .context("expected.json is not JSON")?;
     let (got, _) = reconcile_offline(p, primary, observed, true);
     if got == expected {
         Ok(())
@@ -362,19 +276,14 @@ fn run_fixture(p: &LoadedPlugin, dir: &Path) -> anyhow::Result<()> {
 }
 
 fn fetch_plugins(url: &str) -> anyhow::Result<Value> {
-    let rest = url
-        .strip_prefix("http://")
-        .ok_or_else(|| anyhow!("--url must start with http://"))?;
+    let rest = url.strip_prefix("http://").ok_or_else(|| anyhow!("--url must start with http://"))?;
     let host = rest.split('/').next().unwrap_or(rest);
-    let mut s =
-        std::net::TcpStream::connect(host).with_context(|| format!("cannot connect to {host}"))?;
+    let mut s = std::net::TcpStream::connect(host).with_context(|| format!("cannot connect to {host}"))?;
     s.set_read_timeout(Some(std::time::Duration::from_secs(5)))?;
     write!(s, "GET /plugins HTTP/1.0\r\nHost: {host}\r\n\r\n")?;
     let mut resp = String::new();
     s.read_to_string(&mut resp)?;
-    let body = resp
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b)
-        .ok_or_else(|| anyhow!("malformed HTTP response from {host}"))?;
+    let body =
+        resp.split_once("\r\n\r\n").map(|(_, b)| b).ok_or_else(|| anyhow!("malformed HTTP response from {host}"))?;
     serde_json::from_str(body).context("the host's /plugins did not return JSON")
 }

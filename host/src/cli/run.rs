@@ -15,9 +15,7 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 
 pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     rt.block_on(run_async(args))?;
     Ok(ExitCode::SUCCESS)
 }
@@ -25,24 +23,23 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
 async fn client(args: &RunArgs) -> anyhow::Result<Client> {
     let config = match &args.kubeconfig {
         Some(path) => {
-            let kc = Kubeconfig::read_from(path).with_context(|| format!("cannot read kubeconfig {}", path.display()))?;
+            let kc =
+                Kubeconfig::read_from(path).with_context(|| format!("cannot read kubeconfig {}", path.display()))?;
             let opts = KubeConfigOptions { context: args.context.clone(), ..Default::default() };
             Config::from_custom_kubeconfig(kc, &opts).await.context("invalid kubeconfig")?
         }
         // $KUBECONFIG, ~/.kube/config, then the in-cluster service account.
-        None => Config::infer().await.context("no Kubernetes configuration found (use --kubeconfig, $KUBECONFIG, or run in a cluster)")?,
+        None => Config::infer()
+            .await
+            .context("no Kubernetes configuration found (use --kubeconfig, $KUBECONFIG, or run in a cluster)")?,
     };
     Client::try_from(config).context("cannot build a Kubernetes client")
 }
 
 fn identity() -> String {
-    let host = std::env::var("POD_NAME")
-        .or_else(|_| std::env::var("HOSTNAME"))
-        .unwrap_or_else(|_| "kwop".into());
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
+    let host = std::env::var("POD_NAME").or_else(|_| std::env::var("HOSTNAME")).unwrap_or_else(|_| "kwop".into());
+    let nanos =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
     format!("{host}_{:08x}{:04x}", nanos, std::process::id() & 0xffff)
 }
 
@@ -70,10 +67,7 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
     let cache_dir = if args.sandbox.no_cache {
         None
     } else {
-        args.sandbox
-            .cache_dir
-            .clone()
-            .or_else(crate::plugin::engine::default_cache_dir)
+        args.sandbox.cache_dir.clone().or_else(crate::plugin::engine::default_cache_dir)
     };
     let engine_cfg = EngineConfig {
         cache_dir,
@@ -96,9 +90,8 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
     for addr in addrs.into_iter().flatten() {
         let router = http::router(metrics.clone(), health.clone());
         let stop = stop_http.clone();
-        let listener_check = tokio::net::TcpListener::bind(addr)
-            .await
-            .with_context(|| format!("cannot listen on {addr}"))?;
+        let listener_check =
+            tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr}"))?;
         drop(listener_check);
         servers.push(tokio::spawn(async move {
             if let Err(e) = http::serve(addr, router, async move { stop.cancelled().await }).await {
@@ -160,9 +153,7 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
             grace_secs: (secs / 3).max(1),
         };
         tracing::info!(lease = %format!("{}/{}", cfg.namespace, cfg.name), identity = %cfg.identity, "joining leader election");
-        let e = Election::start(client.clone(), &cfg)
-            .await
-            .context("cannot start leader election")?;
+        let e = Election::start(client.clone(), &cfg).await.context("cannot start leader election")?;
         election = Some(e);
     } else {
         health.set_role(Role::Leader);

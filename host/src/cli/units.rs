@@ -4,8 +4,7 @@ use std::time::Duration;
 
 /// Parses a duration: a number with a unit (ms, s, m, h), several allowed ("1m30s").
 pub fn duration(s: &str) -> Result<Duration, String> {
-    humantime::parse_duration(s)
-        .map_err(|e| format!("invalid duration {s:?} (use e.g. 500ms, 2s, 5m): {e}"))
+    humantime::parse_duration(s).map_err(|e| format!("invalid duration {s:?} (use e.g. 500ms, 2s, 5m): {e}"))
 }
 
 /// Parses a byte size with an optional Kubernetes-style suffix (Ki, Mi, Gi, K, M, G).
@@ -13,9 +12,7 @@ pub fn bytes(s: &str) -> Result<usize, String> {
     let t = s.trim();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let n: usize = num
-        .parse()
-        .map_err(|_| format!("invalid size {s:?} (use e.g. 64Mi, 1Gi, 1048576)"))?;
+    let n: usize = num.parse().map_err(|_| format!("invalid size {s:?} (use e.g. 64Mi, 1Gi, 1048576)"))?;
     let mult: usize = match unit.trim_end_matches('B') {
         "" => 1,
         "Ki" => 1 << 10,
@@ -24,14 +21,9 @@ pub fn bytes(s: &str) -> Result<usize, String> {
         "K" | "k" => 1_000,
         "M" => 1_000_000,
         "G" => 1_000_000_000,
-        _ => {
-            return Err(format!(
-                "invalid size unit in {s:?} (use Ki, Mi, Gi, K, M or G)"
-            ))
-        }
+        _ => return Err(format!("invalid size unit in {s:?} (use Ki, Mi, Gi, K, M or G)")),
     };
-    n.checked_mul(mult)
-        .ok_or_else(|| format!("size {s:?} is too large"))
+    n.checked_mul(mult).ok_or_else(|| format!("size {s:?} is too large"))
 }
 
 #[cfg(test)]

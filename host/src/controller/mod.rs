@@ -102,11 +102,7 @@ pub struct Controller {
 
 impl Controller {
     /// Resolves the plugin's kinds, starts its watches, and its workers once caches are synced.
-    pub async fn start(
-        shared: Arc<Shared>,
-        file: String,
-        plugin: Arc<LoadedPlugin>,
-    ) -> Result<Self, StartError> {
+    pub async fn start(shared: Arc<Shared>, file: String, plugin: Arc<LoadedPlugin>) -> Result<Self, StartError> {
         let info = plugin.info.clone();
         let ns = shared.config.namespace.clone();
         let mut caches = Caches::default();
@@ -122,18 +118,11 @@ impl Controller {
             streams.push((*role, gvk.clone(), stream));
         }
         let caches = Arc::new(caches);
-        let primary = caches
-            .kind(&info.primary)
-            .cloned()
-            .ok_or_else(|| unreachable_discovery(&info.primary))?;
+        let primary = caches.kind(&info.primary).cloned().ok_or_else(|| unreachable_discovery(&info.primary))?;
         let inner = Arc::new(Inner {
             file: file.clone(),
             applier: Applier::new(shared.client.clone(), info.field_manager()),
-            events: EventSink::new(
-                shared.client.clone(),
-                info.field_manager(),
-                shared.config.instance.clone(),
-            ),
+            events: EventSink::new(shared.client.clone(), info.field_manager(), shared.config.instance.clone()),
             plugin: ArcSwap::new(plugin.clone()),
             caches,
             primary,
@@ -166,11 +155,7 @@ impl Controller {
             tasks.spawn(async move { inner.run(workers).await });
         }
         tracing::info!(plugin = %info.name, version = %info.version, sha256 = %plugin.sha256, file = %file, primary = %info.primary, "controller started");
-        Ok(Controller {
-            inner,
-            tasks,
-            workers,
-        })
+        Ok(Controller { inner, tasks, workers })
     }
 
     /// The active plugin.
@@ -183,15 +168,8 @@ impl Controller {
         let prev = self.inner.plugin.swap(next.clone());
         let m = &self.inner.shared.metrics;
         remove_info(&self.inner.shared, &self.inner.file, &prev);
-        publish_info(
-            &self.inner.shared,
-            &self.inner.file,
-            &next,
-            self.inner.caches.ready(),
-        );
-        m.swaps
-            .get_or_create(&Metrics::plugin(&next.info.name))
-            .inc();
+        publish_info(&self.inner.shared, &self.inner.file, &next, self.inner.caches.ready());
+        m.swaps.get_or_create(&Metrics::plugin(&next.info.name)).inc();
         tracing::info!(plugin = %next.info.name, from_version = %prev.info.version, to_version = %next.info.version,
             from_sha256 = %prev.sha256, to_sha256 = %next.sha256, "plugin swapped; reconciling every object with the new version");
         self.inner.requeue_all();
@@ -207,11 +185,7 @@ impl Controller {
         self.tasks.close();
         self.tasks.wait().await;
         remove_info(&self.inner.shared, &self.inner.file, &plugin);
-        self.inner
-            .shared
-            .metrics
-            .queue_depth
-            .remove(&Metrics::plugin(&plugin.info.name));
+        self.inner.shared.metrics.queue_depth.remove(&Metrics::plugin(&plugin.info.name));
         tracing::info!(plugin = %plugin.info.name, file = %self.inner.file, "controller stopped");
     }
 }
@@ -222,11 +196,7 @@ fn unreachable_discovery(g: &Gvk) -> StartError {
 }
 
 fn publish_info(shared: &Shared, file: &str, p: &LoadedPlugin, synced: bool) {
-    shared
-        .metrics
-        .plugin_info
-        .get_or_create(&info_labels(file, p))
-        .set(1);
+    shared.metrics.plugin_info.get_or_create(&info_labels(file, p)).set(1);
     shared.health.set_plugin(
         file,
         PluginStatus {
@@ -283,15 +253,8 @@ impl Inner {
                 for r in o.metadata.owner_references.iter().flatten() {
                     let owner = Gvk::from_api_version(&r.api_version, &r.kind);
                     if r.controller == Some(true) && owner.same_group_kind(&primary.gvk) {
-                        let namespace = if primary.namespaced {
-                            o.metadata.namespace.clone()
-                        } else {
-                            None
-                        };
-                        self.queue.add(ObjectKey {
-                            namespace,
-                            name: r.name.clone(),
-                        });
+                        let namespace = if primary.namespaced { o.metadata.namespace.clone() } else { None };
+                        self.queue.add(ObjectKey { namespace, name: r.name.clone() });
                     }
                 }
             }
@@ -305,21 +268,10 @@ impl Inner {
     /// Re-queues every primary at the configured rate (cancelling a previous pass).
     pub(crate) fn requeue_all(self: &Arc<Self>) {
         let token = self.stop.child_token();
-        if let Some(prev) = self
-            .pacer
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .replace(token.clone())
-        {
+        if let Some(prev) = self.pacer.lock().unwrap_or_else(|p| p.into_inner()).replace(token.clone()) {
             prev.cancel();
         }
-        let keys: Vec<ObjectKey> = self
-            .primary
-            .store
-            .state()
-            .iter()
-            .map(|o| ObjectKey::of(o))
-            .collect();
+        let keys: Vec<ObjectKey> = self.primary.store.state().iter().map(|o| ObjectKey::of(o)).collect();
         let queue = self.queue.clone();
         let per_tick = (self.shared.config.requeue_rate / 100.0).ceil().max(1.0) as usize;
         tokio::spawn(async move {
@@ -337,11 +289,7 @@ impl Inner {
         let name = self.plugin.load().info.name.clone();
         // Wait for every cache to be listed once (sample-controller's WaitForCacheSync).
         loop {
-            if self
-                .caches
-                .all()
-                .all(|k| k.synced.load(std::sync::atomic::Ordering::Relaxed))
-            {
+            if self.caches.all().all(|k| k.synced.load(std::sync::atomic::Ordering::Relaxed)) {
                 break;
             }
             tokio::select! {

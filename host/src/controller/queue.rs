@@ -29,12 +29,7 @@ pub struct RateLimit {
 
 impl Default for RateLimit {
     fn default() -> Self {
-        RateLimit {
-            base: Duration::from_millis(5),
-            max: Duration::from_secs(1000),
-            qps: 50.0,
-            burst: 300.0,
-        }
+        RateLimit { base: Duration::from_millis(5), max: Duration::from_secs(1000), qps: 50.0, burst: 300.0 }
     }
 }
 
@@ -73,10 +68,7 @@ impl<K: Clone + Eq + Hash + Ord> Queue<K> {
                 delayed: BinaryHeap::new(),
                 due: HashMap::new(),
                 failures: HashMap::new(),
-                bucket: Bucket {
-                    tokens: limit.burst,
-                    last: Instant::now(),
-                },
+                bucket: Bucket { tokens: limit.burst, last: Instant::now() },
                 seq: 0,
                 shutdown: false,
             }),
@@ -134,23 +126,15 @@ impl<K: Clone + Eq + Hash + Ord> Queue<K> {
         let delay = {
             let mut s = self.lock();
             let n = s.failures.entry(key.clone()).or_insert(0);
-            let exp = self
-                .limit
-                .base
-                .saturating_mul(1u32 << (*n).min(30))
-                .min(self.limit.max);
+            let exp = self.limit.base.saturating_mul(1u32 << (*n).min(30)).min(self.limit.max);
             *n = n.saturating_add(1);
             let now = Instant::now();
             let b = &mut s.bucket;
-            b.tokens = (b.tokens + now.duration_since(b.last).as_secs_f64() * self.limit.qps)
-                .min(self.limit.burst);
+            b.tokens = (b.tokens + now.duration_since(b.last).as_secs_f64() * self.limit.qps).min(self.limit.burst);
             b.last = now;
             b.tokens -= 1.0;
-            let bucket = if b.tokens >= 0.0 {
-                Duration::ZERO
-            } else {
-                Duration::from_secs_f64(-b.tokens / self.limit.qps)
-            };
+            let bucket =
+                if b.tokens >= 0.0 { Duration::ZERO } else { Duration::from_secs_f64(-b.tokens / self.limit.qps) };
             exp.max(bucket)
         };
         self.add_after(key, delay);
@@ -305,11 +289,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn the_bucket_spreads_a_burst_of_failures() {
-        let q: Queue<u32> = Queue::new(RateLimit {
-            burst: 2.0,
-            qps: 10.0,
-            ..RateLimit::default()
-        });
+        let q: Queue<u32> = Queue::new(RateLimit { burst: 2.0, qps: 10.0, ..RateLimit::default() });
         let d: Vec<_> = (0..4).map(|k| q.add_rate_limited(k)).collect();
         assert_eq!(d[0], Duration::from_millis(5));
         assert_eq!(d[1], Duration::from_millis(5));

@@ -3,8 +3,7 @@
 use super::Inner;
 use crate::apply::{Applier, Write};
 use crate::outcome::{
-    self, fence::controller_uid, EventSpec, FenceContext, Outcome, RejectReason, Rejection,
-    Severity,
+    self, fence::controller_uid, EventSpec, FenceContext, Outcome, RejectReason, Rejection, Severity,
 };
 use crate::plugin::{wit, CacheView, CallError};
 use crate::report::{REASON_OUTCOME_REJECTED, REASON_PLUGIN_FAILED, REASON_WRITE_FAILED};
@@ -32,11 +31,7 @@ fn to_json(o: &DynamicObject) -> String {
 }
 
 fn warning(reason: &str, message: String) -> EventSpec {
-    EventSpec {
-        severity: Severity::Warning,
-        reason: reason.into(),
-        message,
-    }
+    EventSpec { severity: Severity::Warning, reason: reason.into(), message }
 }
 
 impl Inner {
@@ -57,11 +52,7 @@ impl Inner {
         .await
     }
 
-    async fn reconcile_inner(
-        self: &Arc<Self>,
-        key: &ObjectKey,
-        plugin: Arc<crate::plugin::LoadedPlugin>,
-    ) -> Next {
+    async fn reconcile_inner(self: &Arc<Self>, key: &ObjectKey, plugin: Arc<crate::plugin::LoadedPlugin>) -> Next {
         let name = plugin.info.name.as_str();
         let m = &self.shared.metrics;
         // The primary is gone: nothing to do (its owned objects go with it through the garbage
@@ -81,10 +72,7 @@ impl Inner {
             .flat_map(|g| self.caches.controlled_by(g, ns.as_deref(), &uid))
             .map(|o| to_json(&o))
             .collect();
-        let req = wit::Request {
-            primary: to_json(&primary),
-            owned,
-        };
+        let req = wit::Request { primary: to_json(&primary), owned };
 
         // The call: on a blocking thread (wasm runs to completion or to its deadline), bounded
         // by the engine-wide instance permits.
@@ -92,20 +80,11 @@ impl Inner {
             let Ok(_permit) = self.shared.instances.clone().acquire_owned().await else {
                 return Next::Retry;
             };
-            let (p, caches, object) = (
-                plugin.clone(),
-                self.caches.clone() as Arc<dyn CacheView>,
-                key.to_string(),
-            );
+            let (p, caches, object) = (plugin.clone(), self.caches.clone() as Arc<dyn CacheView>, key.to_string());
             let started = Instant::now();
             let span = tracing::Span::current();
-            let r = tokio::task::spawn_blocking(move || {
-                span.in_scope(|| p.reconcile(&req, object, caches))
-            })
-            .await;
-            m.plugin_call_seconds
-                .get_or_create(&Metrics::plugin(name))
-                .observe(started.elapsed().as_secs_f64());
+            let r = tokio::task::spawn_blocking(move || span.in_scope(|| p.reconcile(&req, object, caches))).await;
+            m.plugin_call_seconds.get_or_create(&Metrics::plugin(name)).observe(started.elapsed().as_secs_f64());
             match r {
                 Ok(r) => r,
                 Err(e) => Err(CallError::Trap(format!("host task failed: {e}"))),
@@ -115,16 +94,11 @@ impl Inner {
         let raw = match raw {
             Err(e) => {
                 tracing::warn!("plugin call failed: {e}");
-                m.plugin_errors
-                    .get_or_create(&Metrics::reason(name, e.label()))
-                    .inc();
+                m.plugin_errors.get_or_create(&Metrics::reason(name, e.label())).inc();
                 m.result(name, "plugin_error");
                 self.report(
                     &primary,
-                    &[warning(
-                        REASON_PLUGIN_FAILED,
-                        format!("{} {}: {e}", name, plugin.info.version),
-                    )],
+                    &[warning(REASON_PLUGIN_FAILED, format!("{} {}: {e}", name, plugin.info.version))],
                     false,
                 )
                 .await;
@@ -167,17 +141,7 @@ impl Inner {
             };
             let desired = Applier::desired(intent, ns.as_deref(), &owner);
             let labels = Metrics::write(name, &intent.gvk.kind, "apply");
-            match self
-                .applier
-                .apply(
-                    &kind.resolved,
-                    ns.as_deref(),
-                    &intent.name,
-                    &desired,
-                    observed.as_ref(),
-                )
-                .await
-            {
+            match self.applier.apply(&kind.resolved, ns.as_deref(), &intent.name, &desired, observed.as_ref()).await {
                 Ok(Write::Written) => {
                     wrote = true;
                     m.writes.get_or_create(&labels).inc();
@@ -187,12 +151,7 @@ impl Inner {
                 }
                 Err(e) => {
                     return self
-                        .write_failed(
-                            &primary,
-                            name,
-                            &format!("apply {} {:?}", intent.gvk.kind, intent.name),
-                            e,
-                        )
+                        .write_failed(&primary, name, &format!("apply {} {:?}", intent.gvk.kind, intent.name), e)
                         .await
                 }
             }
@@ -202,11 +161,7 @@ impl Inner {
                 continue;
             };
             let labels = Metrics::write(name, &d.gvk.kind, "delete");
-            match self
-                .applier
-                .delete(&kind.resolved, ns.as_deref(), &d.name, observed.as_ref())
-                .await
-            {
+            match self.applier.delete(&kind.resolved, ns.as_deref(), &d.name, observed.as_ref()).await {
                 Ok(Write::Written) => {
                     wrote = true;
                     m.writes.get_or_create(&labels).inc();
@@ -215,24 +170,13 @@ impl Inner {
                     m.writes_skipped.get_or_create(&labels).inc();
                 }
                 Err(e) => {
-                    return self
-                        .write_failed(
-                            &primary,
-                            name,
-                            &format!("delete {} {:?}", d.gvk.kind, d.name),
-                            e,
-                        )
-                        .await
+                    return self.write_failed(&primary, name, &format!("delete {} {:?}", d.gvk.kind, d.name), e).await
                 }
             }
         }
         if let Some(status) = &outcome.status {
             let labels = Metrics::write(name, &self.primary.resolved.gvk.kind, "status");
-            match self
-                .applier
-                .status(&self.primary.resolved, &primary, status)
-                .await
-            {
+            match self.applier.status(&self.primary.resolved, &primary, status).await {
                 Ok(Write::Written) => {
                     wrote = true;
                     m.writes.get_or_create(&labels).inc();
@@ -262,26 +206,13 @@ impl Inner {
         outcome: &Outcome,
         uid: &str,
     ) -> Result<
-        (
-            Vec<Option<String>>,
-            Vec<Option<DynamicObject>>,
-            Vec<Option<String>>,
-            Vec<Option<DynamicObject>>,
-        ),
+        (Vec<Option<String>>, Vec<Option<DynamicObject>>, Vec<Option<String>>, Vec<Option<DynamicObject>>),
         Result<Rejection, kube::Error>,
     > {
         let caches = &self.caches;
-        let namespaced = |g: &crate::kinds::Gvk| {
-            caches
-                .kind(g)
-                .map(|k| k.resolved.namespaced)
-                .unwrap_or(true)
-        };
+        let namespaced = |g: &crate::kinds::Gvk| caches.kind(g).map(|k| k.resolved.namespaced).unwrap_or(true);
         let observed = |g: &crate::kinds::Gvk, ns: Option<&str>, n: &str| {
-            caches
-                .kind(g)?
-                .get(ns, n)
-                .and_then(|o| serde_json::to_value(&*o).ok())
+            caches.kind(g)?.get(ns, n).and_then(|o| serde_json::to_value(&*o).ok())
         };
         let ctx = FenceContext {
             info,
@@ -290,7 +221,8 @@ impl Inner {
             namespaced: &namespaced,
             observed: &observed,
         };
-        let (apply_ns, delete_ns) = outcome::fence(outcome, &ctx).map_err(Ok)?;
+        let outcome::fence::Namespaces { apply: apply_ns, delete: delete_ns } =
+            outcome::fence(outcome, &ctx).map_err(Ok)?;
 
         let mut observed_apply = Vec::with_capacity(outcome.apply.len());
         for (intent, ns) in outcome.apply.iter().zip(&apply_ns) {
@@ -302,11 +234,7 @@ impl Inner {
             let o = match cached {
                 Some(o) => Some(o),
                 None => {
-                    let live = self
-                        .applier
-                        .get_live(&kind.resolved, ns.as_deref(), &intent.name)
-                        .await
-                        .map_err(Err)?;
+                    let live = self.applier.get_live(&kind.resolved, ns.as_deref(), &intent.name).await.map_err(Err)?;
                     if let Some(l) = &live {
                         let v = serde_json::to_value(l).unwrap_or_default();
                         if controller_uid(&v) != Some(uid) {
@@ -328,55 +256,27 @@ impl Inner {
             .delete
             .iter()
             .zip(&delete_ns)
-            .map(|(d, ns)| {
-                caches
-                    .kind(&d.gvk)
-                    .and_then(|k| k.get(ns.as_deref(), &d.name))
-                    .map(|o| (*o).clone())
-            })
+            .map(|(d, ns)| caches.kind(&d.gvk).and_then(|k| k.get(ns.as_deref(), &d.name)).map(|o| (*o).clone()))
             .collect();
         Ok((apply_ns, observed_apply, delete_ns, observed_delete))
     }
 
     async fn rejected(&self, primary: &DynamicObject, plugin: &str, r: Rejection) -> Next {
-        tracing::warn!(
-            reason = r.reason.label(),
-            "outcome rejected, nothing written: {}",
-            r.message
-        );
-        self.shared
-            .metrics
-            .rejected
-            .get_or_create(&Metrics::reason(plugin, r.reason.label()))
-            .inc();
+        tracing::warn!(reason = r.reason.label(), "outcome rejected, nothing written: {}", r.message);
+        self.shared.metrics.rejected.get_or_create(&Metrics::reason(plugin, r.reason.label())).inc();
         self.shared.metrics.result(plugin, "rejected");
-        self.report(
-            primary,
-            &[warning(
-                REASON_OUTCOME_REJECTED,
-                format!("nothing written: {}", r.message),
-            )],
-            false,
-        )
-        .await;
+        self.report(primary, &[warning(REASON_OUTCOME_REJECTED, format!("nothing written: {}", r.message))], false)
+            .await;
         // The same plugin will likely decide the same again: back off (a swap re-queues anyway).
         Next::Retry
     }
 
-    async fn write_failed(
-        &self,
-        primary: &DynamicObject,
-        plugin: &str,
-        what: &str,
-        e: kube::Error,
-    ) -> Next {
+    async fn write_failed(&self, primary: &DynamicObject, plugin: &str, what: &str, e: kube::Error) -> Next {
         let m = &self.shared.metrics;
         m.result(plugin, "write_error");
         match &e {
             kube::Error::Api(s) => {
-                m.write_errors
-                    .get_or_create(&Metrics::reason(plugin, &s.code.to_string()))
-                    .inc();
+                m.write_errors.get_or_create(&Metrics::reason(plugin, &s.code.to_string())).inc();
                 match s.code {
                     // Conflicts, throttling and server trouble: retry with backoff, quietly.
                     409 | 429 | 500..=599 => {
@@ -391,10 +291,7 @@ impl Inner {
                             primary,
                             &[warning(
                                 REASON_WRITE_FAILED,
-                                format!(
-                                    "{what} refused by the API server ({}): {}",
-                                    s.code, s.message
-                                ),
+                                format!("{what} refused by the API server ({}): {}", s.code, s.message),
                             )],
                             false,
                         )
@@ -408,10 +305,7 @@ impl Inner {
                             primary,
                             &[warning(
                                 REASON_WRITE_FAILED,
-                                format!(
-                                    "{what} refused by the API server ({}): {}",
-                                    s.code, s.message
-                                ),
+                                format!("{what} refused by the API server ({}): {}", s.code, s.message),
                             )],
                             false,
                         )
@@ -421,9 +315,7 @@ impl Inner {
                 }
             }
             other => {
-                m.write_errors
-                    .get_or_create(&Metrics::reason(plugin, "transport"))
-                    .inc();
+                m.write_errors.get_or_create(&Metrics::reason(plugin, "transport")).inc();
                 tracing::info!("{what} failed: {other}; retrying");
                 Next::Retry
             }
@@ -434,17 +326,10 @@ impl Inner {
         if events.is_empty() {
             return;
         }
-        let n = self
-            .events
-            .record(primary, &self.primary.resolved.resource, events, wrote)
-            .await;
+        let n = self.events.record(primary, &self.primary.resolved.resource, events, wrote).await;
         if n > 0 {
             let name = self.plugin.load().info.name.clone();
-            self.shared
-                .metrics
-                .events
-                .get_or_create(&Metrics::plugin(&name))
-                .inc_by(n as u64);
+            self.shared.metrics.events.get_or_create(&Metrics::plugin(&name)).inc_by(n as u64);
         }
     }
 }

@@ -14,9 +14,18 @@ pub struct FileState {
     pub bytes: std::sync::Arc<Vec<u8>>,
 }
 
+/// The result of a scan.
+#[derive(Debug, Default)]
+pub struct Scan {
+    /// Readable plugin files by file name.
+    pub files: BTreeMap<String, FileState>,
+    /// Files that could not be read: (file name, why).
+    pub errors: Vec<(String, String)>,
+}
+
 /// Lists `*.wasm` in `dir` (following symlinks, skipping hidden entries such as the kubelet's
 /// `..data` folders) keyed by file name. Unreadable files are reported, not fatal.
-pub fn scan(dir: &Path) -> std::io::Result<(BTreeMap<String, FileState>, Vec<(String, String)>)> {
+pub fn scan(dir: &Path) -> std::io::Result<Scan> {
     let mut files = BTreeMap::new();
     let mut errors = Vec::new();
     for entry in std::fs::read_dir(dir)? {
@@ -38,17 +47,10 @@ pub fn scan(dir: &Path) -> std::io::Result<(BTreeMap<String, FileState>, Vec<(St
         match std::fs::read(&path) {
             Ok(bytes) => {
                 let sha256 = crate::plugin::loader::sha256_hex(&bytes);
-                files.insert(
-                    name,
-                    FileState {
-                        path,
-                        sha256,
-                        bytes: std::sync::Arc::new(bytes),
-                    },
-                );
+                files.insert(name, FileState { path, sha256, bytes: std::sync::Arc::new(bytes) });
             }
             Err(e) => errors.push((name, format!("cannot read: {e}"))),
         }
     }
-    Ok((files, errors))
+    Ok(Scan { files, errors })
 }

@@ -46,29 +46,14 @@ const RETRY: Duration = Duration::from_secs(10);
 
 impl Supervisor {
     /// A supervisor for `dir` (nothing loaded yet).
-    pub fn new(
-        dir: PathBuf,
-        engine: Arc<PluginEngine>,
-        limits: Limits,
-        shared: Arc<Shared>,
-    ) -> Self {
-        Supervisor {
-            dir,
-            engine,
-            limits,
-            shared,
-            slots: BTreeMap::new(),
-            active: false,
-        }
+    pub fn new(dir: PathBuf, engine: Arc<PluginEngine>, limits: Limits, shared: Arc<Shared>) -> Self {
+        Supervisor { dir, engine, limits, shared, slots: BTreeMap::new(), active: false }
     }
 
     /// Loads what is in the folder now (called once before serving readiness).
     pub async fn initial_scan(&mut self) -> anyhow::Result<()> {
         if !self.dir.is_dir() {
-            anyhow::bail!(
-                "plugin folder {} does not exist or is not a folder",
-                self.dir.display()
-            );
+            anyhow::bail!("plugin folder {} does not exist or is not a folder", self.dir.display());
         }
         self.rescan().await;
         self.shared.health.set_loaded();
@@ -110,7 +95,7 @@ impl Supervisor {
     async fn rescan(&mut self) {
         let dir = self.dir.clone();
         let scanned = tokio::task::spawn_blocking(move || folder::scan(&dir)).await;
-        let (files, errors) = match scanned {
+        let folder::Scan { files, errors } = match scanned {
             Ok(Ok(v)) => v,
             Ok(Err(e)) => {
                 tracing::error!(dir = %self.dir.display(), "cannot list the plugin folder: {e}");
@@ -124,21 +109,13 @@ impl Supervisor {
         for (file, e) in errors {
             tracing::error!(file, "plugin file rejected: {e}");
         }
-        let removed: Vec<String> = self
-            .slots
-            .keys()
-            .filter(|f| !files.contains_key(*f))
-            .cloned()
-            .collect();
+        let removed: Vec<String> = self.slots.keys().filter(|f| !files.contains_key(*f)).cloned().collect();
         for file in removed {
             if let Some(slot) = self.slots.remove(&file) {
                 if let Some(c) = slot.controller {
                     c.stop().await;
                 }
-                tracing::info!(
-                    file,
-                    "plugin file removed; its controller stopped, nothing deleted in the cluster"
-                );
+                tracing::info!(file, "plugin file removed; its controller stopped, nothing deleted in the cluster");
             }
             self.shared.health.remove(&file);
         }
@@ -147,16 +124,10 @@ impl Supervisor {
                 continue;
             }
             self.slots.entry(file.clone()).or_default().seen = st.sha256.clone();
-            let (engine, limits, path, bytes) = (
-                self.engine.clone(),
-                self.limits.clone(),
-                st.path.clone(),
-                st.bytes.clone(),
-            );
-            let loaded = tokio::task::spawn_blocking(move || {
-                LoadedPlugin::load_bytes(&engine, &bytes, &path, limits)
-            })
-            .await;
+            let (engine, limits, path, bytes) =
+                (self.engine.clone(), self.limits.clone(), st.path.clone(), st.bytes.clone());
+            let loaded =
+                tokio::task::spawn_blocking(move || LoadedPlugin::load_bytes(&engine, &bytes, &path, limits)).await;
             let plugin = match loaded {
                 Ok(Ok(p)) => p,
                 Ok(Err(e)) => {
@@ -168,12 +139,11 @@ impl Supervisor {
                     continue;
                 }
             };
-            if let Some((other, _)) = self.slots.iter().find(|(f, s)| {
-                **f != file
-                    && s.good
-                        .as_ref()
-                        .is_some_and(|g| g.info.name == plugin.info.name)
-            }) {
+            if let Some((other, _)) = self
+                .slots
+                .iter()
+                .find(|(f, s)| **f != file && s.good.as_ref().is_some_and(|g| g.info.name == plugin.info.name))
+            {
                 let msg = format!("plugin name {:?} is already provided by {other}; names must be unique (they name the field manager)", plugin.info.name);
                 self.load_failed(&file, "duplicate_name", msg);
                 continue;
@@ -187,19 +157,14 @@ impl Supervisor {
             if self.active {
                 self.activate(&file, plugin).await;
             } else {
-                self.shared
-                    .health
-                    .set_plugin(&file, status_of(&file, &plugin));
+                self.shared.health.set_plugin(&file, status_of(&file, &plugin));
             }
         }
     }
 
     fn load_failed(&mut self, file: &str, reason: &str, msg: String) {
-        let kept = self
-            .slots
-            .get(file)
-            .and_then(|s| s.good.as_ref())
-            .map(|g| format!("{} {}", g.info.name, g.info.version));
+        let kept =
+            self.slots.get(file).and_then(|s| s.good.as_ref()).map(|g| format!("{} {}", g.info.name, g.info.version));
         match &kept {
             Some(k) => {
                 tracing::error!(file, reason, kept_running = %k, "plugin file rejected, previous version keeps running: {msg}")
@@ -209,10 +174,7 @@ impl Supervisor {
         self.shared
             .metrics
             .load_failures
-            .get_or_create(&LoadLabels {
-                file: file.to_string(),
-                reason: reason.to_string(),
-            })
+            .get_or_create(&LoadLabels { file: file.to_string(), reason: reason.to_string() })
             .inc();
         self.shared.health.set_rejected(file, msg);
     }
@@ -239,11 +201,7 @@ impl Supervisor {
                 slot.start_error = None;
             }
             Err(e) => {
-                tracing::error!(
-                    file,
-                    "cannot start controller (retrying every {}s): {e}",
-                    RETRY.as_secs()
-                );
+                tracing::error!(file, "cannot start controller (retrying every {}s): {e}", RETRY.as_secs());
                 self.shared.health.set_rejected(file, e.to_string());
                 slot.start_error = Some(e.to_string());
             }

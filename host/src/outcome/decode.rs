@@ -1,8 +1,6 @@
 //! WIT outcome → typed outcome: JSON parsing, required fields, size and count caps.
 
-use super::{
-    reject, EventSpec, Intent, ObjRef, Outcome, PluginFailure, RejectReason, Rejection, Severity,
-};
+use super::{reject, EventSpec, Intent, ObjRef, Outcome, PluginFailure, RejectReason, Rejection, Severity};
 use crate::kinds::Gvk;
 use crate::plugin::wit;
 use serde_json::Value;
@@ -49,21 +47,14 @@ pub fn decode(raw: wit::Outcome, limits: &OutcomeLimits) -> Result<Outcome, Reje
     if count > limits.max_objects {
         return Err(reject(
             RejectReason::TooLarge,
-            format!(
-                "outcome has {count} objects; the limit is {}",
-                limits.max_objects
-            ),
+            format!("outcome has {count} objects; the limit is {}", limits.max_objects),
         ));
     }
-    let total: usize = raw.apply.iter().map(String::len).sum::<usize>()
-        + raw.status.as_ref().map_or(0, String::len);
+    let total: usize = raw.apply.iter().map(String::len).sum::<usize>() + raw.status.as_ref().map_or(0, String::len);
     if total > limits.max_total_bytes {
         return Err(reject(
             RejectReason::TooLarge,
-            format!(
-                "outcome is {total} bytes of JSON; the limit is {}",
-                limits.max_total_bytes
-            ),
+            format!("outcome is {total} bytes of JSON; the limit is {}", limits.max_total_bytes),
         ));
     }
     let mut seen = HashSet::new();
@@ -72,19 +63,11 @@ pub fn decode(raw: wit::Outcome, limits: &OutcomeLimits) -> Result<Outcome, Reje
         if text.len() > limits.max_object_bytes {
             return Err(reject(
                 RejectReason::TooLarge,
-                format!(
-                    "apply[{i}] is {} bytes; the limit is {}",
-                    text.len(),
-                    limits.max_object_bytes
-                ),
+                format!("apply[{i}] is {} bytes; the limit is {}", text.len(), limits.max_object_bytes),
             ));
         }
         let intent = decode_intent(i, text)?;
-        if !seen.insert((
-            intent.gvk.clone(),
-            intent.namespace.clone(),
-            intent.name.clone(),
-        )) {
+        if !seen.insert((intent.gvk.clone(), intent.namespace.clone(), intent.name.clone())) {
             return Err(reject(
                 RejectReason::Malformed,
                 format!("apply[{i}]: {} {:?} appears twice", intent.gvk, intent.name),
@@ -99,10 +82,7 @@ pub fn decode(raw: wit::Outcome, limits: &OutcomeLimits) -> Result<Outcome, Reje
         .map(|(i, r)| {
             let gvk = Gvk::new(&r.gvk.group, &r.gvk.version, &r.gvk.kind);
             if gvk.version.is_empty() || gvk.kind.is_empty() || r.name.is_empty() {
-                return Err(reject(
-                    RejectReason::Malformed,
-                    format!("delete[{i}] needs a version, a kind and a name"),
-                ));
+                return Err(reject(RejectReason::Malformed, format!("delete[{i}] needs a version, a kind and a name")));
             }
             Ok(ObjRef {
                 api_version: gvk.api_version(),
@@ -123,71 +103,34 @@ pub fn decode(raw: wit::Outcome, limits: &OutcomeLimits) -> Result<Outcome, Reje
                     "status must be a JSON object (the value of the status field)",
                 ))
             }
-            Err(e) => {
-                return Err(reject(
-                    RejectReason::Malformed,
-                    format!("status is not valid JSON: {e}"),
-                ))
-            }
+            Err(e) => return Err(reject(RejectReason::Malformed, format!("status is not valid JSON: {e}"))),
         },
     };
     let events = decode_events(raw.events, limits)?;
-    let requeue_after = raw
-        .requeue_after_ms
-        .map(|ms| Duration::from_millis(ms).clamp(MIN_REQUEUE, limits.max_requeue));
-    Ok(Outcome {
-        apply,
-        delete,
-        status,
-        events,
-        requeue_after,
-    })
+    let requeue_after = raw.requeue_after_ms.map(|ms| Duration::from_millis(ms).clamp(MIN_REQUEUE, limits.max_requeue));
+    Ok(Outcome { apply, delete, status, events, requeue_after })
 }
 
 fn decode_intent(i: usize, text: &str) -> Result<Intent, Rejection> {
-    let body: Value = serde_json::from_str(text).map_err(|e| {
-        reject(
-            RejectReason::Malformed,
-            format!("apply[{i}] is not valid JSON: {e}"),
-        )
-    })?;
-    let obj = body.as_object().ok_or_else(|| {
-        reject(
-            RejectReason::Malformed,
-            format!("apply[{i}] is not a JSON object"),
-        )
-    })?;
-    let field = |name: &str| {
-        obj.get(name)
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-    };
+    let body: Value = serde_json::from_str(text)
+        .map_err(|e| reject(RejectReason::Malformed, format!("apply[{i}] is not valid JSON: {e}")))?;
+    let obj =
+        body.as_object().ok_or_else(|| reject(RejectReason::Malformed, format!("apply[{i}] is not a JSON object")))?;
+    let field = |name: &str| obj.get(name).and_then(Value::as_str).filter(|s| !s.is_empty());
     let (Some(api_version), Some(kind)) = (field("apiVersion"), field("kind")) else {
-        return Err(reject(
-            RejectReason::Malformed,
-            format!("apply[{i}] needs apiVersion and kind"),
-        ));
+        return Err(reject(RejectReason::Malformed, format!("apply[{i}] needs apiVersion and kind")));
     };
     let meta = obj.get("metadata").and_then(Value::as_object);
-    let name = meta
-        .and_then(|m| m.get("name"))
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty());
+    let name = meta.and_then(|m| m.get("name")).and_then(Value::as_str).filter(|s| !s.is_empty());
     let Some(name) = name else {
-        return Err(reject(
-            RejectReason::Malformed,
-            format!("apply[{i}] ({api_version} {kind}) needs metadata.name"),
-        ));
+        return Err(reject(RejectReason::Malformed, format!("apply[{i}] ({api_version} {kind}) needs metadata.name")));
     };
     let namespace = match meta.and_then(|m| m.get("namespace")) {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) if s.is_empty() => None,
         Some(Value::String(s)) => Some(s.clone()),
         Some(_) => {
-            return Err(reject(
-                RejectReason::Malformed,
-                format!("apply[{i}]: metadata.namespace must be a string"),
-            ))
+            return Err(reject(RejectReason::Malformed, format!("apply[{i}]: metadata.namespace must be a string")))
         }
     };
     if meta.is_some_and(|m| m.contains_key("ownerReferences")) {
@@ -196,51 +139,43 @@ fn decode_intent(i: usize, text: &str) -> Result<Intent, Rejection> {
             format!("apply[{i}] ({kind} {name:?}) sets metadata.ownerReferences; the host sets the controller reference itself"),
         ));
     }
-    for f in [
-        "uid",
-        "resourceVersion",
-        "managedFields",
-        "deletionTimestamp",
-    ] {
+    for f in ["uid", "resourceVersion", "managedFields", "deletionTimestamp"] {
         if meta.is_some_and(|m| m.contains_key(f)) {
-            return Err(reject(RejectReason::Forbidden, format!("apply[{i}] ({kind} {name:?}) sets metadata.{f}, which an apply intent must not")));
+            return Err(reject(
+                RejectReason::Forbidden,
+                format!("apply[{i}] ({kind} {name:?}) sets metadata.{f}, which an apply intent must not"),
+            ));
         }
     }
     let gvk = Gvk::from_api_version(api_version, kind);
-    if gvk.version.is_empty()
-        || gvk.version.contains('/')
-        || (api_version.contains('/') && gvk.group.is_empty())
-    {
-        return Err(reject(RejectReason::Malformed, format!("apply[{i}]: apiVersion {api_version:?} is not of the form group/version or version")));
+    if gvk.version.is_empty() || gvk.version.contains('/') || (api_version.contains('/') && gvk.group.is_empty()) {
+        return Err(reject(
+            RejectReason::Malformed,
+            format!("apply[{i}]: apiVersion {api_version:?} is not of the form group/version or version"),
+        ));
     }
-    Ok(Intent {
-        gvk,
-        namespace,
-        name: name.to_string(),
-        body,
-    })
+    Ok(Intent { gvk, namespace, name: name.to_string(), body })
 }
 
-fn decode_events(
-    raw: Vec<wit::Event>,
-    limits: &OutcomeLimits,
-) -> Result<Vec<EventSpec>, Rejection> {
+fn decode_events(raw: Vec<wit::Event>, limits: &OutcomeLimits) -> Result<Vec<EventSpec>, Rejection> {
     if raw.len() > limits.max_events {
         return Err(reject(
             RejectReason::TooLarge,
-            format!(
-                "outcome has {} events; the limit is {}",
-                raw.len(),
-                limits.max_events
-            ),
+            format!("outcome has {} events; the limit is {}", raw.len(), limits.max_events),
         ));
     }
     raw.into_iter()
         .map(|e| {
-            if e.reason.is_empty() || e.reason.len() > MAX_REASON || !e.reason.chars().all(|c| c.is_ascii_alphanumeric()) {
+            if e.reason.is_empty()
+                || e.reason.len() > MAX_REASON
+                || !e.reason.chars().all(|c| c.is_ascii_alphanumeric())
+            {
                 return Err(reject(
                     RejectReason::Malformed,
-                    format!("event reason {:?} must be 1-{MAX_REASON} ASCII letters and digits (PascalCase)", truncate(&e.reason, 64)),
+                    format!(
+                        "event reason {:?} must be 1-{MAX_REASON} ASCII letters and digits (PascalCase)",
+                        truncate(&e.reason, 64)
+                    ),
                 ));
             }
             Ok(event(e))
@@ -280,23 +215,14 @@ pub fn decode_failure(raw: wit::Failure, limits: &OutcomeLimits) -> PluginFailur
         .into_iter()
         .take(limits.max_events)
         .filter(|e| {
-            !e.reason.is_empty()
-                && e.reason.len() <= MAX_REASON
-                && e.reason.chars().all(|c| c.is_ascii_alphanumeric())
+            !e.reason.is_empty() && e.reason.len() <= MAX_REASON && e.reason.chars().all(|c| c.is_ascii_alphanumeric())
         })
         .map(event)
         .collect();
     if events.len() < n {
-        tracing::warn!(
-            dropped = n - events.len(),
-            "plugin failure carried invalid or too many events; dropped them"
-        );
+        tracing::warn!(dropped = n - events.len(), "plugin failure carried invalid or too many events; dropped them");
     }
-    PluginFailure {
-        message: truncate(&raw.message, MAX_MESSAGE),
-        retry: raw.retry,
-        events,
-    }
+    PluginFailure { message: truncate(&raw.message, MAX_MESSAGE), retry: raw.retry, events }
 }
 
 #[cfg(test)]

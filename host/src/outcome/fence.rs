@@ -13,6 +13,18 @@ use crate::kinds::Gvk;
 use crate::plugin::PluginInfo;
 use serde_json::Value;
 
+/// Looks up the observed object (kind, namespace, name), if it exists.
+pub type ObservedFn<'a> = dyn Fn(&Gvk, Option<&str>, &str) -> Option<Value> + Sync + 'a;
+
+/// The namespace each apply intent and each deletion resolves to (same order as the outcome).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Namespaces {
+    /// For `apply`.
+    pub apply: Vec<Option<String>>,
+    /// For `delete`.
+    pub delete: Vec<Option<String>>,
+}
+
 /// What the fence needs to know about the world.
 pub struct FenceContext<'a> {
     /// The plugin's declaration.
@@ -24,7 +36,7 @@ pub struct FenceContext<'a> {
     /// Whether a kind is namespaced.
     pub namespaced: &'a (dyn Fn(&Gvk) -> bool + Sync),
     /// The observed object, if it exists (kind, namespace, name).
-    pub observed: &'a (dyn Fn(&Gvk, Option<&str>, &str) -> Option<Value> + Sync),
+    pub observed: &'a ObservedFn<'a>,
 }
 
 /// The controller owner reference's UID of an object, if it has one.
@@ -38,14 +50,8 @@ pub fn controller_uid(obj: &Value) -> Option<&str> {
 }
 
 fn controller_desc(obj: &Value) -> String {
-    let refs = obj
-        .pointer("/metadata/ownerReferences")
-        .and_then(Value::as_array);
-    match refs
-        .into_iter()
-        .flatten()
-        .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))
-    {
+    let refs = obj.pointer("/metadata/ownerReferences").and_then(Value::as_array);
+    match refs.into_iter().flatten().find(|r| r.get("controller").and_then(Value::as_bool) == Some(true)) {
         Some(r) => format!(
             "controlled by {} {:?}",
             r.get("kind").and_then(Value::as_str).unwrap_or("?"),
@@ -75,15 +81,13 @@ pub fn resolve_namespace(
             format!("{what}: namespace {n:?} is outside the primary's namespace {p:?}"),
         )),
         (None, true, Some(n)) => Ok(Some(n.to_string())),
-        (None, true, None) => Err(reject(
-            RejectReason::WrongNamespace,
-            format!("{what}: a namespaced kind needs metadata.namespace"),
-        )),
+        (None, true, None) => {
+            Err(reject(RejectReason::WrongNamespace, format!("{what}: a namespaced kind needs metadata.namespace")))
+        }
         (None, false, None) => Ok(None),
-        (None, false, Some(_)) => Err(reject(
-            RejectReason::WrongNamespace,
-            format!("{what}: {gvk} is cluster-scoped; remove the namespace"),
-        )),
+        (None, false, Some(_)) => {
+            Err(reject(RejectReason::WrongNamespace, format!("{what}: {gvk} is cluster-scoped; remove the namespace")))
+        }
     }
 }
 
@@ -94,20 +98,14 @@ fn check_kind(ctx: &FenceContext<'_>, gvk: &Gvk, what: &str) -> Result<(), Rejec
         let declared: Vec<String> = ctx.info.owns.iter().map(ToString::to_string).collect();
         Err(reject(
             RejectReason::UndeclaredKind,
-            format!(
-                "{what}: kind {gvk} is not declared in owns [{}]",
-                declared.join(", ")
-            ),
+            format!("{what}: kind {gvk} is not declared in owns [{}]", declared.join(", ")),
         ))
     }
 }
 
 /// Checks a decoded outcome; on success returns the resolved namespace of every apply intent
 /// and deletion (same order).
-pub fn fence(
-    outcome: &Outcome,
-    ctx: &FenceContext<'_>,
-) -> Result<(Vec<Option<String>>, Vec<Option<String>>), Rejection> {
+pub fn fence(outcome: &Outcome, ctx: &FenceContext<'_>) -> Result<Namespaces, Rejection> {
     let mut apply_ns = Vec::with_capacity(outcome.apply.len());
     for (i, intent) in outcome.apply.iter().enumerate() {
         let what = format!("apply[{i}] {} {:?}", intent.gvk.kind, intent.name);
@@ -132,16 +130,13 @@ pub fn fence(
             if controller_uid(&obj) != Some(ctx.primary_uid) {
                 return Err(reject(
                     RejectReason::NotControlled,
-                    format!(
-                        "{what} is {}; only objects this primary controls can be deleted",
-                        controller_desc(&obj)
-                    ),
+                    format!("{what} is {}; only objects this primary controls can be deleted", controller_desc(&obj)),
                 ));
             }
         }
         delete_ns.push(ns);
     }
-    Ok((apply_ns, delete_ns))
+    Ok(Namespaces { apply: apply_ns, delete: delete_ns })
 }
 
 /// Kinds known to be cluster-scoped, for offline runs without discovery.

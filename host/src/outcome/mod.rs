@@ -135,10 +135,7 @@ impl RejectReason {
 }
 
 pub(crate) fn reject(reason: RejectReason, message: impl Into<String>) -> Rejection {
-    Rejection {
-        reason,
-        message: message.into(),
-    }
+    Rejection { reason, message: message.into() }
 }
 
 impl Outcome {

@@ -9,8 +9,6 @@ wasmtime::component::bindgen!({
 pub mod wit {
     pub use super::kwop::reconciler::cache;
     pub use super::kwop::reconciler::log;
-    pub use super::kwop::reconciler::types::{
-        Event, EventType, Failure, Gvk, ObjectRef, Outcome, PluginInfo, Request,
-    };
+    pub use super::kwop::reconciler::types::{Event, EventType, Failure, Gvk, ObjectRef, Outcome, PluginInfo, Request};
     pub use super::{Reconciler, ReconcilerPre};
 }

@@ -24,9 +24,7 @@ impl StaticCache {
     /// Adds an object; its kind comes from its `apiVersion` and `kind`.
     pub fn insert(&mut self, obj: Value) {
         let gvk = Gvk::from_api_version(
-            obj.get("apiVersion")
-                .and_then(Value::as_str)
-                .unwrap_or_default(),
+            obj.get("apiVersion").and_then(Value::as_str).unwrap_or_default(),
             obj.get("kind").and_then(Value::as_str).unwrap_or_default(),
         );
         self.objects.entry(gvk).or_default().push(obj);
@@ -39,10 +37,7 @@ impl StaticCache {
 }
 
 fn meta<'a>(o: &'a Value, field: &str) -> Option<&'a str> {
-    o.get("metadata")?
-        .get(field)?
-        .as_str()
-        .filter(|s| !s.is_empty())
+    o.get("metadata")?.get(field)?.as_str().filter(|s| !s.is_empty())
 }
 
 impl CacheView for StaticCache {

@@ -50,12 +50,7 @@ pub struct EngineConfig {
 
 impl Default for EngineConfig {
     fn default() -> Self {
-        EngineConfig {
-            pooling: true,
-            max_instances: 64,
-            max_memory_bytes: 1 << 30,
-            cache_dir: default_cache_dir(),
-        }
+        EngineConfig { pooling: true, max_instances: 64, max_memory_bytes: 1 << 30, cache_dir: default_cache_dir() }
     }
 }
 
@@ -105,15 +100,13 @@ impl PluginEngine {
         }
         let engine = Engine::new(&c).map_err(|e| anyhow::anyhow!("{e:#}"))?;
         let weak = engine.weak();
-        std::thread::Builder::new()
-            .name("kwop-epoch".into())
-            .spawn(move || loop {
-                std::thread::sleep(EPOCH_TICK);
-                match weak.upgrade() {
-                    Some(e) => e.increment_epoch(),
-                    None => return,
-                }
-            })?;
+        std::thread::Builder::new().name("kwop-epoch".into()).spawn(move || loop {
+            std::thread::sleep(EPOCH_TICK);
+            match weak.upgrade() {
+                Some(e) => e.increment_epoch(),
+                None => return,
+            }
+        })?;
         Ok(Arc::new(PluginEngine { engine, config }))
     }
 

@@ -27,16 +27,10 @@ impl cache::Host for HostState {
         if !self.may_read(&kind) {
             return None;
         }
-        self.cache
-            .get(&kind, namespace.as_deref().filter(|n| !n.is_empty()), &name)
+        self.cache.get(&kind, namespace.as_deref().filter(|n| !n.is_empty()), &name)
     }
 
-    fn query(
-        &mut self,
-        kind: types::Gvk,
-        namespace: Option<String>,
-        label_selector: Option<String>,
-    ) -> Vec<String> {
+    fn query(&mut self, kind: types::Gvk, namespace: Option<String>, label_selector: Option<String>) -> Vec<String> {
         let kind = gvk(&kind);
         if !self.may_read(&kind) {
             return Vec::new();
@@ -48,11 +42,7 @@ impl cache::Host for HostState {
                 return Vec::new();
             }
         };
-        self.cache.query(
-            &kind,
-            namespace.as_deref().filter(|n| !n.is_empty()),
-            &selector,
-        )
+        self.cache.query(&kind, namespace.as_deref().filter(|n| !n.is_empty()), &selector)
     }
 }
 

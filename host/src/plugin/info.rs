@@ -22,11 +22,7 @@ pub struct PluginInfo {
 impl PluginInfo {
     /// Converts and validates what `info()` returned.
     pub fn from_wit(w: wit::PluginInfo) -> Result<Self, String> {
-        let conv = |g: wit::Gvk| Gvk {
-            group: g.group,
-            version: g.version,
-            kind: g.kind,
-        };
+        let conv = |g: wit::Gvk| Gvk { group: g.group, version: g.version, kind: g.kind };
         let info = PluginInfo {
             name: w.name,
             version: w.version,
@@ -48,9 +44,7 @@ impl PluginInfo {
         if self.version.len() > 128 {
             return Err("plugin version is longer than 128 bytes".into());
         }
-        let all = std::iter::once(&self.primary)
-            .chain(&self.owns)
-            .chain(&self.reads);
+        let all = std::iter::once(&self.primary).chain(&self.owns).chain(&self.reads);
         let mut seen = std::collections::HashSet::new();
         for g in all {
             if g.version.is_empty() || g.kind.is_empty() {
@@ -73,9 +67,7 @@ impl PluginInfo {
 
     /// Every kind the plugin may read.
     pub fn readable(&self) -> impl Iterator<Item = &Gvk> {
-        std::iter::once(&self.primary)
-            .chain(&self.owns)
-            .chain(&self.reads)
+        std::iter::once(&self.primary).chain(&self.owns).chain(&self.reads)
     }
 
     /// Whether watches must be rebuilt to go from `self` to `next`.
@@ -88,8 +80,7 @@ impl PluginInfo {
 pub fn is_dns_label(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 63
-        && s.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         && !s.starts_with('-')
         && !s.ends_with('-')
 }
@@ -99,11 +90,7 @@ mod tests {
     use super::*;
 
     fn wgvk(g: &str, v: &str, k: &str) -> wit::Gvk {
-        wit::Gvk {
-            group: g.into(),
-            version: v.into(),
-            kind: k.into(),
-        }
+        wit::Gvk { group: g.into(), version: v.into(), kind: k.into() }
     }
 
     fn info(name: &str, owns: Vec<wit::Gvk>) -> wit::PluginInfo {
@@ -118,8 +105,7 @@ mod tests {
 
     #[test]
     fn a_sound_info_is_accepted() {
-        let i = PluginInfo::from_wit(info("foo", vec![wgvk("apps", "v1", "Deployment")]))
-            .expect("valid");
+        let i = PluginInfo::from_wit(info("foo", vec![wgvk("apps", "v1", "Deployment")])).expect("valid");
         assert_eq!(i.field_manager(), "kwop-foo");
     }
 
@@ -130,10 +116,7 @@ mod tests {
         assert!(PluginInfo::from_wit(info("foo", vec![wgvk("apps", "", "Deployment")])).is_err());
         // The primary cannot also be owned, and no kind twice.
         assert!(PluginInfo::from_wit(info("foo", vec![wgvk("example.com", "v1", "Foo")])).is_err());
-        let twice = vec![
-            wgvk("apps", "v1", "Deployment"),
-            wgvk("apps", "v1beta1", "Deployment"),
-        ];
+        let twice = vec![wgvk("apps", "v1", "Deployment"), wgvk("apps", "v1beta1", "Deployment")];
         assert!(PluginInfo::from_wit(info("foo", twice)).is_err());
     }
 }

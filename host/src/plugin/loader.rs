@@ -71,10 +71,7 @@ pub struct LoadedPlugin {
 
 impl std::fmt::Debug for LoadedPlugin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LoadedPlugin")
-            .field("info", &self.info)
-            .field("sha256", &self.sha256)
-            .finish()
+        f.debug_struct("LoadedPlugin").field("info", &self.info).field("sha256", &self.sha256).finish()
     }
 }
 
@@ -85,15 +82,8 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 
 impl LoadedPlugin {
     /// Reads and loads a plugin file.
-    pub fn load_file(
-        engine: &Arc<PluginEngine>,
-        path: &Path,
-        limits: Limits,
-    ) -> Result<Self, LoadError> {
-        let bytes = std::fs::read(path).map_err(|source| LoadError::Read {
-            path: path.into(),
-            source,
-        })?;
+    pub fn load_file(engine: &Arc<PluginEngine>, path: &Path, limits: Limits) -> Result<Self, LoadError> {
+        let bytes = std::fs::read(path).map_err(|source| LoadError::Read { path: path.into(), source })?;
         Self::load_bytes(engine, &bytes, path, limits)
     }
 
@@ -109,15 +99,11 @@ impl LoadedPlugin {
         let (component, from_cache) = compile(engine, bytes, &sha256)?;
         let mut linker: Linker<HostState> = Linker::new(&engine.engine);
         // Linking the host's own functions into a fresh linker cannot fail (no duplicate names).
-        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
-            .map_err(|e| LoadError::WrongWorld(format!("{e:#}")))?;
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(|e| LoadError::WrongWorld(format!("{e:#}")))?;
         wit::Reconciler::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)
             .map_err(|e| LoadError::WrongWorld(format!("{e:#}")))?;
-        let instance_pre = linker
-            .instantiate_pre(&component)
-            .map_err(|e| LoadError::WrongWorld(format!("{e:#}")))?;
-        let pre = wit::ReconcilerPre::new(instance_pre)
-            .map_err(|e| LoadError::WrongWorld(format!("{e:#}")))?;
+        let instance_pre = linker.instantiate_pre(&component).map_err(|e| LoadError::WrongWorld(format!("{e:#}")))?;
+        let pre = wit::ReconcilerPre::new(instance_pre).map_err(|e| LoadError::WrongWorld(format!("{e:#}")))?;
 
         let mut plugin = LoadedPlugin {
             info: PluginInfo {
@@ -154,15 +140,11 @@ impl LoadedPlugin {
         let deadline = self.limits.info_deadline;
         let mut store = sandbox::new_store(&self.engine, &self.limits, ctx, deadline);
         let result = (|| {
-            let instance = self
-                .pre
-                .instantiate(&mut store)
-                .map_err(|e| sandbox::classify(&store, e, deadline, true))?;
-            instance
-                .call_info(&mut store)
-                .map_err(|e| sandbox::classify(&store, e, deadline, false))
+            let instance =
+                self.pre.instantiate(&mut store).map_err(|e| sandbox::classify(&store, e, deadline, true))?;
+            instance.call_info(&mut store).map_err(|e| sandbox::classify(&store, e, deadline, false))
         })();
-        sandbox::flush_output(&store);
+        sandbox::flush_output(&store, self.limits.log_lines);
         result
     }
 
@@ -173,24 +155,15 @@ impl LoadedPlugin {
         object: String,
         cache: Arc<dyn crate::plugin::CacheView>,
     ) -> Result<RawResult, CallError> {
-        let ctx = CallContext {
-            plugin: self.name.clone(),
-            object,
-            cache,
-            readable: self.readable.clone(),
-        };
+        let ctx = CallContext { plugin: self.name.clone(), object, cache, readable: self.readable.clone() };
         let deadline = self.limits.deadline;
         let mut store = sandbox::new_store(&self.engine, &self.limits, ctx, deadline);
         let result = (|| {
-            let instance = self
-                .pre
-                .instantiate(&mut store)
-                .map_err(|e| sandbox::classify(&store, e, deadline, true))?;
-            instance
-                .call_reconcile(&mut store, req)
-                .map_err(|e| sandbox::classify(&store, e, deadline, false))
+            let instance =
+                self.pre.instantiate(&mut store).map_err(|e| sandbox::classify(&store, e, deadline, true))?;
+            instance.call_reconcile(&mut store, req).map_err(|e| sandbox::classify(&store, e, deadline, false))
         })();
-        sandbox::flush_output(&store);
+        sandbox::flush_output(&store, self.limits.log_lines);
         result
     }
 }
@@ -200,29 +173,22 @@ impl LoadedPlugin {
 /// The cache file is named by the component's sha256 and the engine's compatibility hash, and a
 /// sidecar holds the sha256 of the compiled bytes: a truncated or tampered cache file is
 /// recompiled, never loaded.
-fn compile(
-    engine: &PluginEngine,
-    bytes: &[u8],
-    sha256: &str,
-) -> Result<(Component, bool), LoadError> {
-    let check_component = || {
-        match wasmparser_kind(bytes) {
+fn compile(engine: &PluginEngine, bytes: &[u8], sha256: &str) -> Result<(Component, bool), LoadError> {
+    let check_component = || match wasmparser_kind(bytes) {
         Some(true) => Ok(()),
-        Some(false) => Err(LoadError::NotAComponent("this is a core WebAssembly module; build a component (e.g. wasm32-wasip2, or `wasm-tools component new`)".into())),
+        Some(false) => Err(LoadError::NotAComponent(
+            "this is a core WebAssembly module; build a component (e.g. wasm32-wasip2, or `wasm-tools component new`)"
+                .into(),
+        )),
         None => Err(LoadError::NotAComponent("file does not start with the WebAssembly magic number".into())),
-    }
     };
     check_component()?;
     let Some(dir) = engine.config.cache_dir.as_ref() else {
-        let c = Component::new(&engine.engine, bytes)
-            .map_err(|e| LoadError::NotAComponent(format!("{e:#}")))?;
+        let c = Component::new(&engine.engine, bytes).map_err(|e| LoadError::NotAComponent(format!("{e:#}")))?;
         return Ok((c, false));
     };
     let key = format!("{sha256}-{}", engine.compat_key());
-    let (path, sum_path) = (
-        dir.join(format!("{key}.cwasm")),
-        dir.join(format!("{key}.sha256")),
-    );
+    let (path, sum_path) = (dir.join(format!("{key}.cwasm")), dir.join(format!("{key}.sha256")));
     if let (Ok(compiled), Ok(sum)) = (std::fs::read(&path), std::fs::read_to_string(&sum_path)) {
         if sha256_hex(&compiled) == sum.trim() {
             match deserialize(engine, &compiled) {
@@ -235,17 +201,13 @@ fn compile(
             tracing::warn!(path = %path.display(), "precompiled cache entry is corrupt, recompiling");
         }
     }
-    let compiled = engine
-        .engine
-        .precompile_component(bytes)
-        .map_err(|e| LoadError::NotAComponent(format!("{e:#}")))?;
+    let compiled = engine.engine.precompile_component(bytes).map_err(|e| LoadError::NotAComponent(format!("{e:#}")))?;
     if let Err(e) = write_atomically(dir, &path, &compiled)
         .and_then(|_| write_atomically(dir, &sum_path, sha256_hex(&compiled).as_bytes()))
     {
         tracing::warn!(dir = %dir.display(), "cannot write the precompile cache (continuing without): {e}");
     }
-    let c =
-        deserialize(engine, &compiled).map_err(|e| LoadError::NotAComponent(format!("{e:#}")))?;
+    let c = deserialize(engine, &compiled).map_err(|e| LoadError::NotAComponent(format!("{e:#}")))?;
     Ok((c, false))
 }
 

@@ -23,13 +23,7 @@ struct Inner {
 impl Captured {
     /// A sink keeping at most `cap` bytes.
     pub fn new(cap: usize) -> Self {
-        Captured {
-            inner: Arc::new(Mutex::new(Inner {
-                buf: Vec::new(),
-                cap,
-                dropped: 0,
-            })),
-        }
+        Captured { inner: Arc::new(Mutex::new(Inner { buf: Vec::new(), cap, dropped: 0 })) }
     }
 
     fn push(&self, bytes: &[u8]) {
@@ -88,11 +82,7 @@ impl OutputStream for Captured {
 }
 
 impl tokio::io::AsyncWrite for Captured {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        _: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
+    fn poll_write(self: Pin<&mut Self>, _: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
         self.push(buf);
         Poll::Ready(Ok(buf.len()))
     }

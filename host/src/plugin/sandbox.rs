@@ -61,12 +61,7 @@ pub(crate) struct Limiter {
 }
 
 impl ResourceLimiter for Limiter {
-    fn memory_growing(
-        &mut self,
-        _current: usize,
-        desired: usize,
-        _max: Option<usize>,
-    ) -> wasmtime::Result<bool> {
+    fn memory_growing(&mut self, _current: usize, desired: usize, _max: Option<usize>) -> wasmtime::Result<bool> {
         if desired > self.memory {
             self.refused = Some(desired);
             // An error (not `Ok(false)`) traps at once: most guests abort on a failed grow anyway,
@@ -76,12 +71,7 @@ impl ResourceLimiter for Limiter {
         Ok(true)
     }
 
-    fn table_growing(
-        &mut self,
-        _current: usize,
-        desired: usize,
-        _max: Option<usize>,
-    ) -> wasmtime::Result<bool> {
+    fn table_growing(&mut self, _current: usize, desired: usize, _max: Option<usize>) -> wasmtime::Result<bool> {
         Ok(desired <= 1 << 20)
     }
 }
@@ -103,10 +93,7 @@ pub struct HostState {
 
 impl WasiView for HostState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView {
-            ctx: &mut self.wasi,
-            table: &mut self.table,
-        }
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
     }
 }
 
@@ -142,10 +129,7 @@ pub(crate) fn new_store(
     let state = HostState {
         wasi,
         table: ResourceTable::new(),
-        limiter: Limiter {
-            memory: limits.memory_bytes,
-            refused: None,
-        },
+        limiter: Limiter { memory: limits.memory_bytes, refused: None },
         cache: ctx.cache,
         readable: ctx.readable,
         plugin: ctx.plugin,
@@ -170,10 +154,7 @@ pub(crate) fn classify(
     instantiating: bool,
 ) -> CallError {
     if let Some(asked) = store.data().limiter.refused {
-        return CallError::OutOfMemory {
-            limit: store.data().limiter.memory,
-            asked,
-        };
+        return CallError::OutOfMemory { limit: store.data().limiter.memory, asked };
     }
     if err.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
         return CallError::Deadline(deadline);
@@ -186,14 +167,19 @@ pub(crate) fn classify(
     }
 }
 
-/// Sends what the guest printed to the host's log, once per call, tagged with plugin and object.
-pub(crate) fn flush_output(store: &Store<HostState>) {
+/// Sends what the guest printed to the host's log, one record per line, tagged with plugin and
+/// object; at most `log_lines` lines per stream and call (the rest is counted, not logged).
+pub(crate) fn flush_output(store: &Store<HostState>, max_lines: u32) {
     let s = store.data();
     for (stream, cap) in [("stdout", &s.stdout), ("stderr", &s.stderr)] {
-        let (text, dropped) = cap.take();
-        let text = text.trim_end();
-        if !text.is_empty() || dropped > 0 {
-            tracing::info!(plugin = %s.plugin, object = %s.object, stream, dropped_bytes = dropped, "{text}");
+        let (text, dropped_bytes) = cap.take();
+        let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+        for line in lines.by_ref().take(max_lines as usize) {
+            tracing::info!(plugin = %s.plugin, object = %s.object, stream, "{line}");
+        }
+        let dropped_lines = lines.count();
+        if dropped_lines > 0 || dropped_bytes > 0 {
+            tracing::warn!(plugin = %s.plugin, object = %s.object, stream, dropped_lines, dropped_bytes, "plugin output over the per-call limit was dropped");
         }
     }
     if s.logs_dropped > 0 {

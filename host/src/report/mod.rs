@@ -32,14 +32,8 @@ pub struct EventSink {
 impl EventSink {
     /// A sink reporting as `kwop-<plugin>` from `instance` (pod or host name).
     pub fn new(client: Client, controller: String, instance: Option<String>) -> Self {
-        let reporter = Reporter {
-            controller,
-            instance,
-        };
-        EventSink {
-            recorder: Recorder::new(client, reporter),
-            recent: Mutex::new(HashMap::new()),
-        }
+        let reporter = Reporter { controller, instance };
+        EventSink { recorder: Recorder::new(client, reporter), recent: Mutex::new(HashMap::new()) }
     }
 
     /// Records `events` on `primary` following the policy above. Failures are logged, never
@@ -100,9 +94,6 @@ impl EventSink {
 
     /// Forgets dedupe state of a deleted object.
     pub fn forget(&self, key: &ObjectKey) {
-        self.recent
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .retain(|(k, _, _), _| k != key);
+        self.recent.lock().unwrap_or_else(|p| p.into_inner()).retain(|(k, _, _), _| k != key);
     }
 }

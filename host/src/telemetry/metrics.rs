@@ -131,31 +131,15 @@ impl Metrics {
             registry: Registry::default(),
         };
         registry.register("reconcile", "Reconciles by result", m.reconciles.clone());
-        registry.register(
-            "reconcile_duration_seconds",
-            "Reconcile wall time",
-            m.reconcile_seconds.clone(),
-        );
-        registry.register(
-            "plugin_call_duration_seconds",
-            "Time inside the plugin",
-            m.plugin_call_seconds.clone(),
-        );
+        registry.register("reconcile_duration_seconds", "Reconcile wall time", m.reconcile_seconds.clone());
+        registry.register("plugin_call_duration_seconds", "Time inside the plugin", m.plugin_call_seconds.clone());
         registry.register(
             "plugin_errors",
             "Plugin calls that trapped, timed out or ran out of memory",
             m.plugin_errors.clone(),
         );
-        registry.register(
-            "outcomes_rejected",
-            "Outcomes refused by the write fence",
-            m.rejected.clone(),
-        );
-        registry.register(
-            "writes",
-            "Write requests sent to the API server",
-            m.writes.clone(),
-        );
+        registry.register("outcomes_rejected", "Outcomes refused by the write fence", m.rejected.clone());
+        registry.register("writes", "Write requests sent to the API server", m.writes.clone());
         registry.register(
             "writes_skipped",
             "Writes skipped because the object already matched",
@@ -167,31 +151,11 @@ impl Metrics {
             m.write_errors.clone(),
         );
         registry.register("events", "Events published", m.events.clone());
-        registry.register(
-            "queue_depth",
-            "Objects waiting to be reconciled",
-            m.queue_depth.clone(),
-        );
-        registry.register(
-            "plugin_info",
-            "Active plugin version",
-            m.plugin_info.clone(),
-        );
-        registry.register(
-            "plugin_load_failures",
-            "Plugin files rejected at load",
-            m.load_failures.clone(),
-        );
-        registry.register(
-            "plugin_swaps",
-            "Plugin versions swapped in",
-            m.swaps.clone(),
-        );
-        registry.register(
-            "leader",
-            "1 while this instance is the leader",
-            m.leader.clone(),
-        );
+        registry.register("queue_depth", "Objects waiting to be reconciled", m.queue_depth.clone());
+        registry.register("plugin_info", "Active plugin version", m.plugin_info.clone());
+        registry.register("plugin_load_failures", "Plugin files rejected at load", m.load_failures.clone());
+        registry.register("plugin_swaps", "Plugin versions swapped in", m.swaps.clone());
+        registry.register("leader", "1 while this instance is the leader", m.leader.clone());
         Metrics { registry, ..m }
     }
 
@@ -205,35 +169,21 @@ impl Metrics {
 
     /// Label helper.
     pub fn plugin(p: &str) -> PluginLabel {
-        PluginLabel {
-            plugin: p.to_string(),
-        }
+        PluginLabel { plugin: p.to_string() }
     }
 
     /// Label helper.
     pub fn reason(p: &str, r: &str) -> ReasonLabels {
-        ReasonLabels {
-            plugin: p.to_string(),
-            reason: r.to_string(),
-        }
+        ReasonLabels { plugin: p.to_string(), reason: r.to_string() }
     }
 
     /// Label helper.
     pub fn write(p: &str, kind: &str, op: &str) -> WriteLabels {
-        WriteLabels {
-            plugin: p.to_string(),
-            kind: kind.to_string(),
-            op: op.to_string(),
-        }
+        WriteLabels { plugin: p.to_string(), kind: kind.to_string(), op: op.to_string() }
     }
 
     /// Counts a reconcile result.
     pub fn result(&self, p: &str, r: &str) {
-        self.reconciles
-            .get_or_create(&ResultLabels {
-                plugin: p.to_string(),
-                result: r.to_string(),
-            })
-            .inc();
+        self.reconciles.get_or_create(&ResultLabels { plugin: p.to_string(), result: r.to_string() }).inc();
     }
 }

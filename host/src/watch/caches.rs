@@ -61,10 +61,7 @@ impl KindCache {
             synced: AtomicBool::new(false),
             healthy: AtomicBool::new(false),
         });
-        let types = TypeMeta {
-            api_version: ar.api_version.clone(),
-            kind: ar.kind.clone(),
-        };
+        let types = TypeMeta { api_version: ar.api_version.clone(), kind: ar.kind.clone() };
         let me = cache.clone();
         let stream = watcher(api, watcher::Config::default())
             .default_backoff()
@@ -86,7 +83,9 @@ impl KindCache {
                         Ok(ev) => {
                             me.healthy.store(true, Ordering::Relaxed);
                             match ev {
-                                watcher::Event::Apply(o) | watcher::Event::InitApply(o) => Some(WatchEvent::Changed(Arc::new(o), false)),
+                                watcher::Event::Apply(o) | watcher::Event::InitApply(o) => {
+                                    Some(WatchEvent::Changed(Arc::new(o), false))
+                                }
                                 watcher::Event::Delete(o) => Some(WatchEvent::Changed(Arc::new(o), true)),
                                 watcher::Event::Init => None,
                                 watcher::Event::InitDone => {
@@ -141,18 +140,11 @@ impl Caches {
 
     /// Every kind has been listed once and every watch is connected.
     pub fn ready(&self) -> bool {
-        self.kinds
-            .values()
-            .all(|k| k.synced.load(Ordering::Relaxed) && k.healthy.load(Ordering::Relaxed))
+        self.kinds.values().all(|k| k.synced.load(Ordering::Relaxed) && k.healthy.load(Ordering::Relaxed))
     }
 
     /// Objects of `gvk` in `namespace` whose controller is the object with `uid`.
-    pub fn controlled_by(
-        &self,
-        gvk: &Gvk,
-        namespace: Option<&str>,
-        uid: &str,
-    ) -> Vec<Arc<DynamicObject>> {
+    pub fn controlled_by(&self, gvk: &Gvk, namespace: Option<&str>, uid: &str) -> Vec<Arc<DynamicObject>> {
         let Some(k) = self.kinds.get(gvk) else {
             return Vec::new();
         };
@@ -160,11 +152,7 @@ impl Caches {
             .state()
             .into_iter()
             .filter(|o| o.metadata.namespace.as_deref() == namespace)
-            .filter(|o| {
-                o.owner_references()
-                    .iter()
-                    .any(|r| r.controller == Some(true) && r.uid == uid)
-            })
+            .filter(|o| o.owner_references().iter().any(|r| r.controller == Some(true) && r.uid == uid))
             .collect()
     }
 }
@@ -172,10 +160,7 @@ impl Caches {
 impl ObjectKey {
     /// The key of a cached object.
     pub fn of(o: &DynamicObject) -> Self {
-        ObjectKey {
-            namespace: o.metadata.namespace.clone(),
-            name: o.name_any(),
-        }
+        ObjectKey { namespace: o.metadata.namespace.clone(), name: o.name_any() }
     }
 }
 

@@ -30,9 +30,7 @@ impl DiscoveryError {
     pub fn missing(gvk: &Gvk) -> Self {
         DiscoveryError {
             gvk: gvk.clone(),
-            source: kube::Error::Discovery(kube::error::DiscoveryError::MissingKind(
-                gvk.kind.clone(),
-            )),
+            source: kube::Error::Discovery(kube::error::DiscoveryError::MissingKind(gvk.kind.clone())),
         }
     }
 }
@@ -41,13 +39,6 @@ impl DiscoveryError {
 pub async fn resolve(client: &Client, gvk: &Gvk) -> Result<Resolved, DiscoveryError> {
     let (resource, caps) = kube::discovery::pinned_kind(client, &gvk.to_kube())
         .await
-        .map_err(|source| DiscoveryError {
-            gvk: gvk.clone(),
-            source,
-        })?;
-    Ok(Resolved {
-        gvk: gvk.clone(),
-        resource,
-        namespaced: caps.scope == Scope::Namespaced,
-    })
+        .map_err(|source| DiscoveryError { gvk: gvk.clone(), source })?;
+    Ok(Resolved { gvk: gvk.clone(), resource, namespaced: caps.scope == Scope::Namespaced })
 }

@@ -31,10 +31,7 @@ pub struct SelectorError {
 impl Selector {
     /// Parses `a=b,c!=d,e in (f,g),h notin (i),j,!k`.
     pub fn parse(input: &str) -> Result<Self, SelectorError> {
-        let err = |why| SelectorError {
-            input: input.to_string(),
-            why,
-        };
+        let err = |why| SelectorError { input: input.to_string(), why };
         let mut reqs = Vec::new();
         for part in split_top_level(input).map_err(err)? {
             let part = part.trim();
@@ -68,11 +65,7 @@ impl Selector {
         }
         let map: BTreeMap<String, String> = labels
             .and_then(Value::as_object)
-            .map(|m| {
-                m.iter()
-                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-                    .collect()
-            })
+            .map(|m| m.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string()))).collect())
             .unwrap_or_default();
         self.matches(&map)
     }
@@ -104,32 +97,19 @@ fn split_top_level(s: &str) -> Result<Vec<&str>, &'static str> {
 }
 
 fn valid_key(k: &str) -> bool {
-    !k.is_empty()
-        && k.len() <= 317
-        && k.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c))
+    !k.is_empty() && k.len() <= 317 && k.chars().all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c))
 }
 
 fn valid_value(v: &str) -> bool {
-    v.len() <= 63
-        && v.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+    v.len() <= 63 && v.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
 }
 
 fn parse_req(p: &str) -> Result<Req, &'static str> {
     if let Some(k) = p.strip_prefix('!') {
         let k = k.trim();
-        return if valid_key(k) {
-            Ok(Req::NotExists(k.into()))
-        } else {
-            Err("invalid key")
-        };
+        return if valid_key(k) { Ok(Req::NotExists(k.into())) } else { Err("invalid key") };
     }
-    for (op, ctor) in [
-        ("!=", Req::NotEq as fn(String, String) -> Req),
-        ("==", Req::Eq),
-        ("=", Req::Eq),
-    ] {
+    for (op, ctor) in [("!=", Req::NotEq as fn(String, String) -> Req), ("==", Req::Eq), ("=", Req::Eq)] {
         if let Some((k, v)) = p.split_once(op) {
             let (k, v) = (k.trim(), v.trim());
             if !valid_key(k) {
@@ -152,10 +132,7 @@ fn parse_req(p: &str) -> Result<Req, &'static str> {
             return Err("expected '=', '!=', 'in' or 'notin'");
         };
         let set = set.trim();
-        let inner = set
-            .strip_prefix('(')
-            .and_then(|s| s.strip_suffix(')'))
-            .ok_or("expected '(values)'")?;
+        let inner = set.strip_prefix('(').and_then(|s| s.strip_suffix(')')).ok_or("expected '(values)'")?;
         let values: Vec<String> = inner.split(',').map(|v| v.trim().to_string()).collect();
         if !valid_key(k) {
             return Err("invalid key");
@@ -163,11 +140,7 @@ fn parse_req(p: &str) -> Result<Req, &'static str> {
         if values.iter().any(|v| !valid_value(v)) {
             return Err("invalid value");
         }
-        return Ok(if notin {
-            Req::NotIn(k.into(), values)
-        } else {
-            Req::In(k.into(), values)
-        });
+        return Ok(if notin { Req::NotIn(k.into(), values) } else { Req::In(k.into(), values) });
     }
     if valid_key(p) {
         Ok(Req::Exists(p.into()))
@@ -181,10 +154,7 @@ mod tests {
     use super::*;
 
     fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
     }
 
     #[test]

@@ -34,7 +34,13 @@ pub fn foo(name: &str, deployment: &str, replicas: Option<i64>) -> DynamicObject
     .expect("static object")
 }
 
-pub async fn create_foo(client: &Client, ns: &str, name: &str, deployment: &str, replicas: Option<i64>) -> anyhow::Result<DynamicObject> {
+pub async fn create_foo(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    deployment: &str,
+    replicas: Option<i64>,
+) -> anyhow::Result<DynamicObject> {
     Ok(foos(client, ns).create(&PostParams::default(), &foo(name, deployment, replicas)).await?)
 }
 
@@ -45,7 +51,13 @@ pub async fn set_replicas(client: &Client, ns: &str, name: &str, replicas: i64) 
 }
 
 /// Waits for a Deployment matching `pred`.
-pub async fn deployment_where(client: &Client, ns: &str, name: &str, what: &str, pred: impl Fn(&Deployment) -> bool) -> anyhow::Result<Deployment> {
+pub async fn deployment_where(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    what: &str,
+    pred: impl Fn(&Deployment) -> bool,
+) -> anyhow::Result<Deployment> {
     let api: Api<Deployment> = Api::namespaced(client.clone(), ns);
     wait::until(what, Duration::from_secs(60), || async {
         match api.get_opt(name).await.map_err(|e| e.to_string())? {
@@ -58,7 +70,13 @@ pub async fn deployment_where(client: &Client, ns: &str, name: &str, what: &str,
 }
 
 /// Waits for a Foo whose status satisfies `pred`.
-pub async fn foo_status_where(client: &Client, ns: &str, name: &str, what: &str, pred: impl Fn(&Value) -> bool) -> anyhow::Result<DynamicObject> {
+pub async fn foo_status_where(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    what: &str,
+    pred: impl Fn(&Value) -> bool,
+) -> anyhow::Result<DynamicObject> {
     let api = foos(client, ns);
     wait::until(what, Duration::from_secs(60), || async {
         let f = api.get(name).await.map_err(|e| e.to_string())?;
@@ -75,7 +93,13 @@ pub async fn foo_status_where(client: &Client, ns: &str, name: &str, what: &str,
 /// Events about `object` (events.k8s.io/v1).
 pub async fn events_for(client: &Client, ns: &str, object: &str) -> anyhow::Result<Vec<Event>> {
     let api: Api<Event> = Api::namespaced(client.clone(), ns);
-    Ok(api.list(&ListParams::default()).await?.items.into_iter().filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(object)).collect())
+    Ok(api
+        .list(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(object))
+        .collect())
 }
 
 /// Waits for an event with `reason` on `object`; returns it.

@@ -8,13 +8,7 @@ use proptest::prelude::*;
 use serde_json::json;
 
 fn raw(apply: Vec<String>) -> wit::Outcome {
-    wit::Outcome {
-        apply,
-        delete: vec![],
-        status: None,
-        events: vec![],
-        requeue_after_ms: None,
-    }
+    wit::Outcome { apply, delete: vec![], status: None, events: vec![], requeue_after_ms: None }
 }
 
 fn deployment(name: &str) -> String {
@@ -29,11 +23,7 @@ fn a_valid_outcome_decodes() {
     let o = decode(r, &OutcomeLimits::default()).expect("valid");
     assert_eq!(o.apply[0].gvk, Gvk::new("apps", "v1", "Deployment"));
     assert_eq!(o.apply[0].name, "d");
-    assert_eq!(
-        o.requeue_after,
-        Some(MIN_REQUEUE),
-        "requeue hints are clamped"
-    );
+    assert_eq!(o.requeue_after, Some(MIN_REQUEUE), "requeue hints are clamped");
 }
 
 #[test]
@@ -41,14 +31,8 @@ fn malformed_objects_are_rejected() {
     for (bad, why) in [
         ("not json", RejectReason::Malformed),
         ("[1,2]", RejectReason::Malformed),
-        (
-            r#"{"kind":"Deployment","metadata":{"name":"x"}}"#,
-            RejectReason::Malformed,
-        ),
-        (
-            r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{}}"#,
-            RejectReason::Malformed,
-        ),
+        (r#"{"kind":"Deployment","metadata":{"name":"x"}}"#, RejectReason::Malformed),
+        (r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{}}"#, RejectReason::Malformed),
         (
             r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"x","namespace":3}}"#,
             RejectReason::Malformed,
@@ -65,11 +49,7 @@ fn malformed_objects_are_rejected() {
         let e = decode(raw(vec![bad.into()]), &OutcomeLimits::default()).expect_err(bad);
         assert_eq!(e.reason, why, "{bad}: {e}");
     }
-    let dup = decode(
-        raw(vec![deployment("a"), deployment("a")]),
-        &OutcomeLimits::default(),
-    )
-    .expect_err("dup");
+    let dup = decode(raw(vec![deployment("a"), deployment("a")]), &OutcomeLimits::default()).expect_err("dup");
     assert_eq!(dup.reason, RejectReason::Malformed);
     let mut r = raw(vec![]);
     r.status = Some("[]".into());
@@ -80,44 +60,25 @@ fn malformed_objects_are_rejected() {
 fn absurd_outcomes_are_rejected() {
     let limits = OutcomeLimits::default();
     let many = (0..101).map(|i| deployment(&format!("d{i}"))).collect();
-    assert_eq!(
-        decode(raw(many), &limits).expect_err("many").reason,
-        RejectReason::TooLarge
-    );
-    let big = json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"},"data":{"k":"x".repeat(2 << 20)}}).to_string();
-    assert_eq!(
-        decode(raw(vec![big]), &limits).expect_err("big").reason,
-        RejectReason::TooLarge
-    );
+    assert_eq!(decode(raw(many), &limits).expect_err("many").reason, RejectReason::TooLarge);
+    let big = json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"},"data":{"k":"x".repeat(2 << 20)}})
+        .to_string();
+    assert_eq!(decode(raw(vec![big]), &limits).expect_err("big").reason, RejectReason::TooLarge);
     let mut r = raw(vec![]);
     r.events = (0..17)
-        .map(|_| wit::Event {
-            severity: wit::EventType::Normal,
-            reason: "R".into(),
-            message: "m".into(),
-        })
+        .map(|_| wit::Event { severity: wit::EventType::Normal, reason: "R".into(), message: "m".into() })
         .collect();
-    assert_eq!(
-        decode(r, &limits).expect_err("events").reason,
-        RejectReason::TooLarge
-    );
+    assert_eq!(decode(r, &limits).expect_err("events").reason, RejectReason::TooLarge);
     let mut r = raw(vec![]);
-    r.events = vec![wit::Event {
-        severity: wit::EventType::Normal,
-        reason: "not a reason!".into(),
-        message: "m".into(),
-    }];
+    r.events =
+        vec![wit::Event { severity: wit::EventType::Normal, reason: "not a reason!".into(), message: "m".into() }];
     assert!(decode(r, &limits).is_err());
 }
 
 #[test]
 fn long_messages_are_cut_not_rejected() {
     let mut r = raw(vec![]);
-    r.events = vec![wit::Event {
-        severity: wit::EventType::Warning,
-        reason: "R".into(),
-        message: "é".repeat(2000),
-    }];
+    r.events = vec![wit::Event { severity: wit::EventType::Warning, reason: "R".into(), message: "é".repeat(2000) }];
     let o = decode(r, &OutcomeLimits::default()).expect("valid");
     assert!(o.events[0].message.len() <= MAX_MESSAGE);
 }
@@ -127,10 +88,7 @@ fn info() -> PluginInfo {
         name: "foo".into(),
         version: "1".into(),
         primary: Gvk::new("example.com", "v1", "Foo"),
-        owns: vec![
-            Gvk::new("apps", "v1", "Deployment"),
-            Gvk::new("", "v1", "Namespace"),
-        ],
+        owns: vec![Gvk::new("apps", "v1", "Deployment"), Gvk::new("", "v1", "Namespace")],
         reads: vec![],
     }
 }
@@ -163,33 +121,18 @@ fn fence_allows_declared_kinds_in_the_primary_namespace() {
 #[test]
 fn fence_rejects_undeclared_kinds_other_namespaces_and_foreign_objects() {
     let cm = json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"}}).to_string();
-    assert_eq!(
-        check(vec![cm], None).expect_err("cm").reason,
-        RejectReason::UndeclaredKind
-    );
-    let other = json!({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d","namespace":"kube-system"}}).to_string();
-    assert_eq!(
-        check(vec![other], None).expect_err("ns").reason,
-        RejectReason::WrongNamespace
-    );
+    assert_eq!(check(vec![cm], None).expect_err("cm").reason, RejectReason::UndeclaredKind);
+    let other = json!({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d","namespace":"kube-system"}})
+        .to_string();
+    assert_eq!(check(vec![other], None).expect_err("ns").reason, RejectReason::WrongNamespace);
     let ns = json!({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"n"}}).to_string();
+    assert_eq!(check(vec![ns], None).expect_err("scope").reason, RejectReason::WrongNamespace);
     assert_eq!(
-        check(vec![ns], None).expect_err("scope").reason,
-        RejectReason::WrongNamespace
-    );
-    assert_eq!(
-        check(vec![deployment("d")], Some(owned_by("uid-2")))
-            .expect_err("foreign")
-            .reason,
+        check(vec![deployment("d")], Some(owned_by("uid-2"))).expect_err("foreign").reason,
         RejectReason::NotControlled
     );
     let unowned = json!({"metadata":{"name":"d"}});
-    assert_eq!(
-        check(vec![deployment("d")], Some(unowned))
-            .expect_err("unowned")
-            .reason,
-        RejectReason::NotControlled
-    );
+    assert_eq!(check(vec![deployment("d")], Some(unowned)).expect_err("unowned").reason, RejectReason::NotControlled);
 }
 
 proptest! {

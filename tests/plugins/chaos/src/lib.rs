@@ -25,7 +25,11 @@ fn ok(apply: Vec<String>, status: Value) -> Result<Outcome, Failure> {
         apply,
         delete: vec![],
         status: Some(status.to_string()),
-        events: vec![Event { severity: EventType::Normal, reason: "Done".into(), message: "chaos plugin applied".into() }],
+        events: vec![Event {
+            severity: EventType::Normal,
+            reason: "Done".into(),
+            message: "chaos plugin applied".into(),
+        }],
         requeue_after_ms: None,
     })
 }
@@ -64,18 +68,28 @@ impl Guest for Chaos {
                 }
             }
             "panic" => panic!("chaos plugin panics on purpose"),
-            "garbage" => Ok(Outcome { apply: vec!["{not json".into()], delete: vec![], status: None, events: vec![], requeue_after_ms: None }),
+            "garbage" => Ok(Outcome {
+                apply: vec!["{not json".into()],
+                delete: vec![],
+                status: None,
+                events: vec![],
+                requeue_after_ms: None,
+            }),
             "undeclared" => {
                 let secret = json!({ "apiVersion": "v1", "kind": "Secret", "metadata": { "name": target }, "stringData": { "k": "v" } });
                 ok(vec![cm(&target, None, data), secret.to_string()], json!({ "phase": "undeclared" }))
             }
             "other-namespace" => {
-                let ns = primary.pointer("/spec/targetNamespace").and_then(Value::as_str).unwrap_or("default").to_string();
+                let ns =
+                    primary.pointer("/spec/targetNamespace").and_then(Value::as_str).unwrap_or("default").to_string();
                 ok(vec![cm(&target, Some(&ns), data)], json!({ "phase": "other" }))
             }
             // Applies to `spec.target`, which the test makes someone else's.
             "foreign" => ok(vec![cm(&target, None, data)], json!({ "phase": "foreign" })),
-            "huge" => ok((0..150).map(|i| cm(&format!("{target}-{i}"), None, json!({ "i": i.to_string() }))).collect(), json!({})),
+            "huge" => ok(
+                (0..150).map(|i| cm(&format!("{target}-{i}"), None, json!({ "i": i.to_string() }))).collect(),
+                json!({}),
+            ),
             "huge-object" => ok(vec![cm(&target, None, json!({ "blob": "x".repeat(2 << 20) }))], json!({})),
             "invalid-object" => ok(vec![cm("Not_A_Valid_Name", None, data)], json!({ "phase": "invalid" })),
             "log-flood" => {
@@ -86,12 +100,20 @@ impl Guest for Chaos {
                 ok(vec![cm(&target, None, data)], json!({ "phase": "flooded" }))
             }
             "read-undeclared" => {
-                let got = cache::get(&Gvk { group: "".into(), version: "v1".into(), kind: "Secret".into() }, None, "anything");
+                let got = cache::get(
+                    &Gvk { group: "".into(), version: "v1".into(), kind: "Secret".into() },
+                    None,
+                    "anything",
+                );
                 ok(vec![cm(&target, None, data)], json!({ "phase": "read", "sawSecret": got.is_some() }))
             }
             "fail" => Err(Failure {
                 message: "chaos plugin reports failure".into(),
-                events: vec![Event { severity: EventType::Warning, reason: "ChaosFailed".into(), message: "asked to fail".into() }],
+                events: vec![Event {
+                    severity: EventType::Warning,
+                    reason: "ChaosFailed".into(),
+                    message: "asked to fail".into(),
+                }],
                 retry: true,
             }),
             other => Err(Failure { message: format!("unknown mode {other}"), events: vec![], retry: false }),

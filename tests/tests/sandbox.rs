@@ -1,0 +1,231 @@
+//! A plugin cannot hurt the host or the cluster (issue 6): adversarial plugins on a real control
+//! plane. Each test runs guest-foo and the chaos plugin in one host, makes the chaos plugin
+//! misbehave, and checks that the host keeps running, guest-foo keeps reconciling, nothing of the
+//! bad outcome was written, and the reason is visible (event + metric).
+
+mod common;
+
+use common::*;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, DynamicObject, ListParams, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use kube::Client;
+use kwop_tests::{host::http_get, plugins, ControlPlane, Host, Mode};
+use serde_json::json;
+use std::time::Duration;
+
+fn chaos_api(client: &Client, ns: &str) -> Api<DynamicObject> {
+    Api::namespaced_with(
+        client.clone(),
+        ns,
+        &ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("test.kwop.dev", "v1", "Chaos"), "chaos"),
+    )
+}
+
+async fn create_chaos(client: &Client, ns: &str, name: &str, spec: serde_json::Value) -> anyhow::Result<()> {
+    let obj: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "test.kwop.dev/v1", "kind": "Chaos", "metadata": { "name": name }, "spec": spec
+    }))?;
+    chaos_api(client, ns).create(&PostParams::default(), &obj).await?;
+    Ok(())
+}
+
+struct Setup {
+    plane: &'static ControlPlane,
+    ns: String,
+    client: Client,
+    host: Host,
+}
+
+async fn setup(test: &str, extra: &[&str]) -> anyhow::Result<Setup> {
+    let plane = ControlPlane::shared(Mode::Api)?;
+    let ns = plane.namespace(test)?;
+    let dir = plugins::folder(&[("guest-foo.wasm", plugins::GUEST_FOO), ("chaos.wasm", plugins::CHAOS)])?;
+    let mut args = vec![format!("--namespace={ns}"), "--plugin-timeout=300ms".to_string()];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let host = host(plane, &dir, &args)?;
+    let client = plane.client().await?;
+    Ok(Setup { plane, ns, client, host })
+}
+
+/// The host is alive and guest-foo still reconciles a new Foo.
+async fn others_unaffected(s: &Setup, tag: &str) -> anyhow::Result<()> {
+    assert_eq!(http_get(s.host.port, "/healthz")?.0, 200, "host is alive");
+    let name = format!("foo-{tag}");
+    create_foo(&s.client, &s.ns, &name, &name, Some(2)).await?;
+    deployment_where(&s.client, &s.ns, &name, "guest-foo keeps reconciling", |d| {
+        d.spec.as_ref().and_then(|x| x.replicas) == Some(2)
+    })
+    .await?;
+    Ok(())
+}
+
+async fn configmaps(s: &Setup, ns: &str) -> anyhow::Result<Vec<String>> {
+    let api: Api<ConfigMap> = Api::namespaced(s.client.clone(), ns);
+    Ok(api
+        .list(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .filter_map(|c| c.metadata.name)
+        .filter(|n| n != "kube-root-ca.crt")
+        .collect())
+}
+
+async fn expect_failure(s: &Setup, name: &str, reason: &str, needle: &str) -> anyhow::Result<()> {
+    let ev = event_with_reason(&s.client, &s.ns, name, reason).await?;
+    let note = ev.note.unwrap_or_default();
+    assert!(note.contains(needle), "event {reason} should mention {needle:?}: {note}");
+    assert_eq!(ev.type_.as_deref(), Some("Warning"));
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_infinite_loop_hits_the_deadline() -> anyhow::Result<()> {
+    let s = setup("chaos-loop", &[]).await?;
+    create_chaos(&s.client, &s.ns, "spin", json!({ "mode": "loop" })).await?;
+    expect_failure(&s, "spin", "ReconcilePluginFailed", "deadline").await?;
+    others_unaffected(&s, "loop").await?;
+    assert!(s.host.metric("kwop_plugin_errors_total", &[("plugin", "chaos"), ("reason", "deadline")])? >= 1.0);
+    assert!(configmaps(&s, &s.ns).await?.is_empty());
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_memory_bomb_traps_at_the_limit() -> anyhow::Result<()> {
+    let s = setup("chaos-bomb", &["--plugin-memory=32Mi"]).await?;
+    create_chaos(&s.client, &s.ns, "bomb", json!({ "mode": "bomb" })).await?;
+    expect_failure(&s, "bomb", "ReconcilePluginFailed", "memory limit").await?;
+    others_unaffected(&s, "bomb").await?;
+    assert!(s.host.metric("kwop_plugin_errors_total", &[("plugin", "chaos"), ("reason", "out_of_memory")])? >= 1.0);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_panic_is_a_failed_reconcile_with_backoff() -> anyhow::Result<()> {
+    let s = setup("chaos-panic", &[]).await?;
+    create_chaos(&s.client, &s.ns, "boom", json!({ "mode": "panic" })).await?;
+    expect_failure(&s, "boom", "ReconcilePluginFailed", "trapped").await?;
+    others_unaffected(&s, "panic").await?;
+    // The panic message reaches the host's log, tagged with plugin and object.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(s.host.log().contains("chaos plugin panics on purpose"), "panic message in the host log");
+    // Backoff, not a hot loop: after ~3 s a 5 ms·2ⁿ backoff has retried ~10 times, not thousands.
+    let errors = s.host.metric("kwop_plugin_errors_total", &[("plugin", "chaos"), ("reason", "trap")])?;
+    assert!((1.0..=20.0).contains(&errors), "retries with backoff: {errors}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn garbage_output_is_rejected_and_nothing_is_written() -> anyhow::Result<()> {
+    let s = setup("chaos-garbage", &[]).await?;
+    create_chaos(&s.client, &s.ns, "junk", json!({ "mode": "garbage" })).await?;
+    expect_failure(&s, "junk", "OutcomeRejected", "not valid JSON").await?;
+    others_unaffected(&s, "garbage").await?;
+    assert!(s.host.metric("kwop_outcomes_rejected_total", &[("plugin", "chaos"), ("reason", "malformed")])? >= 1.0);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_undeclared_kind_rejects_the_whole_outcome() -> anyhow::Result<()> {
+    let s = setup("chaos-undeclared", &[]).await?;
+    create_chaos(&s.client, &s.ns, "sneaky", json!({ "mode": "undeclared" })).await?;
+    expect_failure(&s, "sneaky", "OutcomeRejected", "not declared in owns").await?;
+    others_unaffected(&s, "undeclared").await?;
+    // The declared ConfigMap in the same outcome was not written either: all or nothing.
+    assert!(configmaps(&s, &s.ns).await?.is_empty(), "nothing of a rejected outcome is written");
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(s.client.clone(), &s.ns);
+    assert!(secrets.get_opt("sneaky").await?.is_none());
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn writing_into_another_namespace_is_rejected() -> anyhow::Result<()> {
+    let s = setup("chaos-otherns", &[]).await?;
+    let other = s.plane.namespace("chaos-victim")?;
+    create_chaos(&s.client, &s.ns, "escape", json!({ "mode": "other-namespace", "targetNamespace": other })).await?;
+    expect_failure(&s, "escape", "OutcomeRejected", "outside the primary's namespace").await?;
+    others_unaffected(&s, "otherns").await?;
+    assert!(configmaps(&s, &other).await?.is_empty());
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_object_controlled_by_someone_else_is_not_touched() -> anyhow::Result<()> {
+    let s = setup("chaos-foreign", &[]).await?;
+    let cms: Api<ConfigMap> = Api::namespaced(s.client.clone(), &s.ns);
+    let owner = cms
+        .create(&PostParams::default(), &serde_json::from_value(json!({ "metadata": { "name": "owner" } }))?)
+        .await?;
+    let victim: ConfigMap = serde_json::from_value(json!({
+        "metadata": { "name": "victim", "ownerReferences": [{
+            "apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner.metadata.uid, "controller": true }] },
+        "data": { "mine": "yes" }
+    }))?;
+    let before = cms.create(&PostParams::default(), &victim).await?;
+    create_chaos(&s.client, &s.ns, "thief", json!({ "mode": "foreign", "target": "victim" })).await?;
+    expect_failure(&s, "thief", "OutcomeRejected", "controlled by ConfigMap \"owner\"").await?;
+    let unowned = cms
+        .create(&PostParams::default(), &serde_json::from_value(json!({ "metadata": { "name": "loose" } }))?)
+        .await?;
+    create_chaos(&s.client, &s.ns, "adopter", json!({ "mode": "foreign", "target": "loose" })).await?;
+    expect_failure(&s, "adopter", "OutcomeRejected", "not controlled by anyone").await?;
+    others_unaffected(&s, "foreign").await?;
+    assert_eq!(cms.get("victim").await?.metadata.resource_version, before.metadata.resource_version);
+    assert_eq!(cms.get("loose").await?.metadata.resource_version, unowned.metadata.resource_version);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn huge_outcomes_are_rejected() -> anyhow::Result<()> {
+    let s = setup("chaos-huge", &[]).await?;
+    create_chaos(&s.client, &s.ns, "many", json!({ "mode": "huge" })).await?;
+    expect_failure(&s, "many", "OutcomeRejected", "objects; the limit is").await?;
+    create_chaos(&s.client, &s.ns, "fat", json!({ "mode": "huge-object" })).await?;
+    expect_failure(&s, "fat", "OutcomeRejected", "bytes; the limit is").await?;
+    others_unaffected(&s, "huge").await?;
+    assert!(configmaps(&s, &s.ns).await?.is_empty());
+    assert!(s.host.metric("kwop_outcomes_rejected_total", &[("plugin", "chaos"), ("reason", "too_large")])? >= 2.0);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_invalid_object_becomes_a_warning_not_a_hot_loop() -> anyhow::Result<()> {
+    let s = setup("chaos-invalid", &[]).await?;
+    create_chaos(&s.client, &s.ns, "bad-name", json!({ "mode": "invalid-object" })).await?;
+    expect_failure(&s, "bad-name", "WriteFailed", "422").await?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let attempts = s.host.metric("kwop_write_errors_total", &[("plugin", "chaos"), ("reason", "422")])?;
+    assert_eq!(attempts, 1.0, "a 422 is not retried until something changes");
+    others_unaffected(&s, "invalid").await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_chatty_plugin_is_rate_limited_and_reading_undeclared_kinds_returns_nothing() -> anyhow::Result<()> {
+    let s = setup("chaos-chatty", &[]).await?;
+    create_chaos(&s.client, &s.ns, "chatty", json!({ "mode": "log-flood" })).await?;
+    create_chaos(&s.client, &s.ns, "peek", json!({ "mode": "read-undeclared" })).await?;
+    let chaos = chaos_api(&s.client, &s.ns);
+    kwop_tests::wait::until("both reconciled", Duration::from_secs(30), || async {
+        let a = chaos.get("chatty").await.map_err(|e| e.to_string())?;
+        let b = chaos.get("peek").await.map_err(|e| e.to_string())?;
+        let done = a.data["status"]["phase"] == "flooded" && b.data["status"]["phase"] == "read";
+        Ok(done.then_some(()))
+    })
+    .await?;
+    assert_eq!(chaos.get("peek").await?.data["status"]["sawSecret"], false);
+    let log = s.host.log();
+    let logged = log.lines().filter(|l| l.contains("flood line") && !l.contains("stdout flood")).count();
+    let printed = log.lines().filter(|l| l.contains("stdout flood line")).count();
+    assert!(
+        logged <= 70 && printed <= 70,
+        "plugin output is capped per call: {logged} log lines, {printed} stdout lines"
+    );
+    assert!(logged > 0 && printed > 0, "but not silenced");
+    assert!(log.contains("plugin log lines over the per-call limit were dropped"));
+    assert!(log.contains("plugin output over the per-call limit was dropped"));
+    assert!(log.contains("plugin read a kind it did not declare"));
+    Ok(())
+}
