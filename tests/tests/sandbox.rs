@@ -220,8 +220,8 @@ async fn a_chatty_plugin_is_rate_limited_and_reading_undeclared_kinds_returns_no
     let logged = log.lines().filter(|l| l.contains("flood line") && !l.contains("stdout flood")).count();
     let printed = log.lines().filter(|l| l.contains("stdout flood line")).count();
     assert!(
-        logged <= 70 && printed <= 70,
-        "plugin output is capped per call: {logged} log lines, {printed} stdout lines"
+        logged <= 200 && printed <= 200,
+        "plugin output is capped (5000 lines of each per reconcile, at most 64 per call and stream kept): {logged} log lines, {printed} stdout lines"
     );
     assert!(logged > 0 && printed > 0, "but not silenced");
     assert!(log.contains("plugin log lines over the per-call limit were dropped"));

@@ -2,7 +2,6 @@
 #include "json.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -173,41 +172,151 @@ void sb_put_debug_string(sb_t *b, const char *s, size_t n) {
     sb_putc(b, '"');
 }
 
-/* Shortest decimal digits that read back as `f` (f finite, > 0): digits[0..n), value is
- * 0.d1d2...dn * 10^(exp10 + 1), i.e. exp10 is the exponent of the first digit. */
+/* The exact decimal expansion of a finite f > 0: its significant digits (no leading zeros) into
+ * `out` (malloc'd, NUL-terminated) and the exponent of the first one. A double is m * 2^e with
+ * an integer m, so it is the integer m * 2^e (e >= 0) or m * 5^-e shifted by -e decimal places;
+ * a small base-10^9 big integer computes that integer. At most about 770 digits. */
+static char *exact_digits(double f, int *exp10) {
+    int e2;
+    double fr = frexp(f, &e2); /* f = fr * 2^e2, 0.5 <= fr < 1 */
+    uint64_t m = (uint64_t)ldexp(fr, 53);
+    int e = e2 - 53;
+    while (m % 2 == 0 && e < 0) { /* keep the big integer small */
+        m /= 2;
+        e++;
+    }
+    uint32_t limbs[100]; /* little-endian base 1e9 */
+    size_t n = 0;
+    do {
+        limbs[n++] = (uint32_t)(m % 1000000000u);
+        m /= 1000000000u;
+    } while (m);
+    int k = e >= 0 ? e : -e;
+    uint32_t factor = e >= 0 ? 2 : 5;
+    while (k > 0) {
+        /* multiply by factor^j in one pass, j as large as fits */
+        uint64_t mul = 1;
+        while (k > 0 && mul * factor <= 1000000000u) {
+            mul *= factor;
+            k--;
+        }
+        uint64_t carry = 0;
+        for (size_t i = 0; i < n; i++) {
+            uint64_t v = (uint64_t)limbs[i] * mul + carry;
+            limbs[i] = (uint32_t)(v % 1000000000u);
+            carry = v / 1000000000u;
+        }
+        if (carry) limbs[n++] = (uint32_t)carry;
+    }
+    char *out = malloc(n * 9 + 1);
+    if (!out) return NULL;
+    size_t len = 0;
+    for (size_t i = n; i-- > 0;) {
+        uint32_t v = limbs[i];
+        char tmp[9];
+        for (int d = 8; d >= 0; d--) {
+            tmp[d] = (char)('0' + v % 10);
+            v /= 10;
+        }
+        size_t skip = 0;
+        if (i == n - 1)
+            while (skip < 8 && tmp[skip] == '0') skip++;
+        memcpy(out + len, tmp + skip, 9 - skip);
+        len += 9 - skip;
+    }
+    out[len] = '\0';
+    /* value = out * 10^(e < 0 ? e : 0) */
+    *exp10 = (int)len - 1 + (e < 0 ? e : 0);
+    return out;
+}
+
+/* Whether digits d[0..p) * 10^(x - p + 1) reads back as f. */
+static int reads_back(const char *d, int p, int x, double f) {
+    char num[40];
+    sb_t b = {num, 0, sizeof num, 0};
+    memcpy(num, d, (size_t)p);
+    b.len = (size_t)p;
+    sb_putc(&b, 'e');
+    sb_put_i64(&b, (int64_t)x - p + 1);
+    return strtod(num, NULL) == f;
+}
+
+/* Adds one to the p digits in d; returns 1 if they overflowed to 10^p (d is then 100...0). */
+static int digits_inc(char *d, int p) {
+    for (int i = p - 1; i >= 0; i--) {
+        if (d[i] < '9') {
+            d[i]++;
+            return 0;
+        }
+        d[i] = '0';
+    }
+    d[0] = '1';
+    return 1;
+}
+
+static int digits_dec(char *d, int p) { /* d > 10^(p-1); returns 0 if it would lose a digit */
+    for (int i = p - 1; i >= 0; i--) {
+        if (d[i] > '0') {
+            d[i]--;
+            return d[0] != '0';
+        }
+        d[i] = '9';
+    }
+    return 0;
+}
+
+/* The shortest digits that read back as f (f finite, > 0), as Schubfach-style formatters find
+ * them: for each length p, the correctly rounded p digits, then their neighbours (which matter
+ * where the rounding interval is asymmetric, just above a power of two). digits[0..n), exp10
+ * the exponent of the first digit. */
 static int shortest_digits(double f, char digits[18], int *exp10) {
-    char buf[40];
+    int x;
+    char *ex = exact_digits(f, &x);
+    if (!ex) {
+        digits[0] = '0';
+        *exp10 = 0;
+        return 1;
+    }
+    int total = (int)strlen(ex);
     for (int p = 1; p <= 17; p++) {
-        snprintf(buf, sizeof buf, "%.*e", p - 1, f);
-        /* buf: d[.ddd]e[+-]xx */
-        char *e = strchr(buf, 'e');
-        int x = atoi(e + 1);
-        uint64_t m = 0;
-        for (char *q = buf; q < e; q++)
-            if (*q >= '0' && *q <= '9') m = m * 10 + (uint64_t)(*q - '0');
-        uint64_t lo = 1;
-        for (int k = 1; k < p; k++) lo *= 10;
-        /* the correctly rounded p digits first, then their neighbours (asymmetric intervals) */
-        uint64_t cands[3] = {m, m + 1, m - 1};
-        for (int c = 0; c < 3; c++) {
-            uint64_t v = cands[c];
-            if (v < lo || v >= lo * 10) continue;
-            char num[40];
-            snprintf(num, sizeof num, "%llue%d", (unsigned long long)v, x - (p - 1));
-            if (strtod(num, NULL) == f) {
-                for (int k = p - 1; k >= 0; k--) {
-                    digits[k] = (char)('0' + v % 10);
-                    v /= 10;
-                }
-                *exp10 = x;
-                return p;
+        char d[18];
+        int xp = x;
+        for (int i = 0; i < p; i++) d[i] = i < total ? ex[i] : '0';
+        /* round half to even on the exact expansion */
+        if (p < total) {
+            int up = ex[p] > '5';
+            if (ex[p] == '5') {
+                up = (d[p - 1] - '0') % 2;
+                for (int i = p + 1; i < total; i++)
+                    if (ex[i] != '0') up = 1;
             }
+            if (up && digits_inc(d, p)) xp++;
+        }
+        char c[18];
+        memcpy(c, d, (size_t)p);
+        int ok = reads_back(c, p, xp, f);
+        if (!ok) {
+            memcpy(c, d, (size_t)p);
+            ok = !digits_inc(c, p) && reads_back(c, p, xp, f);
+        }
+        if (!ok) {
+            memcpy(c, d, (size_t)p);
+            ok = digits_dec(c, p) && reads_back(c, p, xp, f);
+        }
+        if (ok) {
+            memcpy(digits, c, (size_t)p);
+            *exp10 = xp;
+            free(ex);
+            /* trailing zeros are not significant */
+            while (p > 1 && digits[p - 1] == '0') p--;
+            return p;
         }
     }
-    /* unreachable: 17 digits always round-trip */
-    digits[0] = '0';
-    *exp10 = 0;
-    return 1;
+    /* unreachable: 17 digits always read back */
+    memcpy(digits, ex, 17);
+    *exp10 = x;
+    free(ex);
+    return 17;
 }
 
 void sb_put_float(sb_t *b, double f) {
@@ -307,7 +416,9 @@ static double pow10_table(int k) { /* 0 <= k <= 308, correctly rounded like a li
     if (!ready) {
         char buf[16];
         for (int j = 0; j <= 308; j++) {
-            snprintf(buf, sizeof buf, "1e%d", j);
+            sb_t b = {buf, 0, sizeof buf, 0};
+            sb_puts(&b, "1e");
+            sb_put_u64(&b, (uint64_t)j);
             table[j] = strtod(buf, NULL);
         }
         ready = 1;
