@@ -184,14 +184,89 @@ export function parse(text) {
       if (lexeme[0] !== '-' && b <= U64_MAX) return new JNum('int', b);
       if (lexeme[0] === '-' && b !== 0n && b >= I64_MIN) return new JNum('int', b);
     }
-    const f = Number(lexeme);
-    if (!Number.isFinite(f)) fail('number out of range');
+    const f = serdeF64(lexeme);
+    if (f === null) fail('number out of range');
     return new JNum('float', f);
   };
   const v = value(0);
   ws();
   if (i < n) fail('trailing characters');
   return v;
+}
+
+const POW10 = Array.from({ length: 309 }, (_, k) => Number(`1e${k}`));
+const I32_MIN = -(2 ** 31);
+const I32_MAX = 2 ** 31 - 1;
+
+/**
+ * A JSON number's f64 as serde_json computes it without its `float_roundtrip` feature (the Rust
+ * guest's build): at most a u64 of significant digits (later ones are dropped), converted to f64,
+ * then one multiplication or division by a power of ten. Not always the nearest f64 (JS `Number()`
+ * is), so the Rust guest can print `1.2345678901234568e+300` for `1.2345678901234567e300`.
+ * Null when out of range.
+ */
+export function serdeF64(lexeme) {
+  let i = 0;
+  const neg = lexeme[0] === '-';
+  if (neg) i++;
+  const digit = () => (i < lexeme.length ? lexeme.charCodeAt(i) - 48 : -1);
+  let sig = 0n;
+  let exp = 0;
+  let full = false; // the significand stopped taking digits
+  const take = (d, scale) => {
+    const next = sig * 10n + BigInt(d);
+    if (!full && next <= U64_MAX) {
+      sig = next;
+      exp -= scale;
+    } else {
+      full = true;
+      exp += 1 - scale;
+    }
+  };
+  for (let d = digit(); d >= 0 && d <= 9; i++, d = digit()) take(d, 0);
+  if (lexeme[i] === '.') {
+    i++;
+    // serde_json tries the fraction's digits again even if the integer part overflowed; once one
+    // does not fit, the rest are ignored.
+    let fracFull = false;
+    for (let d = digit(); d >= 0 && d <= 9; i++, d = digit()) {
+      const next = sig * 10n + BigInt(d);
+      if (!fracFull && next <= U64_MAX) {
+        sig = next;
+        exp -= 1;
+      } else fracFull = true;
+    }
+  }
+  if (lexeme[i] === 'e' || lexeme[i] === 'E') {
+    i++;
+    let positive = true;
+    if (lexeme[i] === '+' || lexeme[i] === '-') positive = lexeme[i++] === '+';
+    let e = 0;
+    for (let d = digit(); d >= 0 && d <= 9; i++, d = digit()) {
+      e = e * 10 + d;
+      if (e > I32_MAX) {
+        if (sig !== 0n && positive) return null;
+        return neg ? -0 : 0;
+      }
+    }
+    exp = Math.min(I32_MAX, Math.max(I32_MIN, positive ? exp + e : exp - e));
+  }
+  let f = Number(sig);
+  for (;;) {
+    const a = Math.abs(exp);
+    if (a <= 308) {
+      if (exp >= 0) {
+        f *= POW10[a];
+        if (!Number.isFinite(f)) return null;
+      } else f /= POW10[a];
+      break;
+    }
+    if (f === 0) break;
+    if (exp >= 0) return null;
+    f /= 1e308;
+    exp += 308;
+  }
+  return neg ? -f : f;
 }
 
 /** Serializes what `parse` returns, plus plain objects and BigInts, as compact JSON with sorted

@@ -24,11 +24,25 @@ pub const INTENT_HASH: &str = "kwop.dev/intent-hash";
 
 type MemoKey = (Gvk, Option<String>, String);
 
-/// What we last applied to an object.
+/// What we last wrote to an object (an applied intent, or a primary's status).
+///
+/// The object still matches that write if it carries the resourceVersion our write produced, or
+/// the one we saw just before writing — the latter is a cache that has not caught up with our own
+/// write yet, which would otherwise cause a second, identical write.
 struct Applied {
     uid: String,
-    resource_version: String,
+    before: Option<String>,
+    after: String,
     hash: String,
+}
+
+impl Applied {
+    fn matches(&self, observed: &DynamicObject, hash: &str) -> bool {
+        let rv = observed.metadata.resource_version.as_ref();
+        self.hash == hash
+            && observed.metadata.uid.as_ref() == Some(&self.uid)
+            && (rv == Some(&self.after) || (rv.is_some() && rv == self.before.as_ref()))
+    }
 }
 
 /// What a write did.
@@ -44,10 +58,12 @@ pub enum Write {
 pub struct Applier {
     client: Client,
     field_manager: String,
-    /// (kind, namespace, name) → (uid, resourceVersion, hash) after our last apply: if the object
-    /// has not changed since, it still matches, even when the API server normalised a value
-    /// (e.g. a quantity) so that a plain comparison would say it differs.
+    /// (kind, namespace, name) → our last apply: if the object has not changed since, it still
+    /// matches, even when the API server normalised a value (e.g. a quantity) so that a plain
+    /// comparison would say it differs.
     memo: Mutex<HashMap<MemoKey, Applied>>,
+    /// The same for the status of primaries.
+    status_memo: Mutex<HashMap<MemoKey, Applied>>,
 }
 
 fn hash_of(v: &Value) -> String {
@@ -59,7 +75,7 @@ fn hash_of(v: &Value) -> String {
 impl Applier {
     /// An applier writing as `field_manager`.
     pub fn new(client: Client, field_manager: String) -> Self {
-        Applier { client, field_manager, memo: Mutex::new(HashMap::new()) }
+        Applier { client, field_manager, memo: Mutex::new(HashMap::new()), status_memo: Mutex::new(HashMap::new()) }
     }
 
     fn api(&self, r: &Resolved, namespace: Option<&str>) -> Api<DynamicObject> {
@@ -89,21 +105,25 @@ impl Applier {
         body
     }
 
-    fn memo_matches(&self, key: &MemoKey, observed: &DynamicObject, hash: &str) -> bool {
-        let memo = self.memo.lock().unwrap_or_else(|p| p.into_inner());
-        memo.get(key).is_some_and(|a| {
-            Some(&a.uid) == observed.metadata.uid.as_ref()
-                && Some(&a.resource_version) == observed.metadata.resource_version.as_ref()
-                && a.hash == hash
-        })
+    fn memo_matches(
+        memo: &Mutex<HashMap<MemoKey, Applied>>,
+        key: &MemoKey,
+        observed: &DynamicObject,
+        hash: &str,
+    ) -> bool {
+        memo.lock().unwrap_or_else(|p| p.into_inner()).get(key).is_some_and(|a| a.matches(observed, hash))
     }
 
-    fn remember(&self, key: MemoKey, written: &DynamicObject, hash: String) {
-        if let (Some(uid), Some(rv)) = (written.metadata.uid.clone(), written.metadata.resource_version.clone()) {
-            self.memo
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(key, Applied { uid, resource_version: rv, hash });
+    fn remember(
+        memo: &Mutex<HashMap<MemoKey, Applied>>,
+        key: MemoKey,
+        before: Option<&DynamicObject>,
+        written: &DynamicObject,
+        hash: String,
+    ) {
+        if let (Some(uid), Some(after)) = (written.metadata.uid.clone(), written.metadata.resource_version.clone()) {
+            let before = before.and_then(|b| b.metadata.resource_version.clone());
+            memo.lock().unwrap_or_else(|p| p.into_inner()).insert(key, Applied { uid, before, after, hash });
         }
     }
 
@@ -111,6 +131,7 @@ impl Applier {
     pub fn forget(&self, gvk: &Gvk, namespace: Option<&str>, name: &str) {
         let key = (gvk.clone(), namespace.map(str::to_string), name.to_string());
         self.memo.lock().unwrap_or_else(|p| p.into_inner()).remove(&key);
+        self.status_memo.lock().unwrap_or_else(|p| p.into_inner()).remove(&key);
     }
 
     /// Applies one desired object unless `observed` already satisfies it.
@@ -129,7 +150,7 @@ impl Applier {
             .to_string();
         let key = (r.gvk.clone(), namespace.map(str::to_string), name.to_string());
         if let Some(o) = observed {
-            if self.memo_matches(&key, o, &hash) {
+            if Self::memo_matches(&self.memo, &key, o, &hash) {
                 return Ok(Write::Skipped);
             }
             if serde_json::to_value(o).is_ok_and(|ov| covers(&ov, desired)) {
@@ -138,7 +159,7 @@ impl Applier {
         }
         let pp = PatchParams::apply(&self.field_manager).force();
         let written = self.api(r, namespace).patch(name, &pp, &Patch::Apply(desired)).await?;
-        self.remember(key, &written, hash);
+        Self::remember(&self.memo, key, observed, &written, hash);
         Ok(Write::Written)
     }
 
@@ -148,6 +169,11 @@ impl Applier {
             return Ok(Write::Skipped);
         }
         let name = primary.metadata.name.clone().unwrap_or_default();
+        let key = (r.gvk.clone(), primary.metadata.namespace.clone(), name.clone());
+        let hash = hash_of(status);
+        if Self::memo_matches(&self.status_memo, &key, primary, &hash) {
+            return Ok(Write::Skipped);
+        }
         let body = json!({
             "apiVersion": r.resource.api_version,
             "kind": r.resource.kind,
@@ -155,7 +181,9 @@ impl Applier {
             "status": status,
         });
         let pp = PatchParams::apply(&self.field_manager).force();
-        self.api(r, primary.metadata.namespace.as_deref()).patch_status(&name, &pp, &Patch::Apply(&body)).await?;
+        let written =
+            self.api(r, primary.metadata.namespace.as_deref()).patch_status(&name, &pp, &Patch::Apply(&body)).await?;
+        Self::remember(&self.status_memo, key, Some(primary), &written, hash);
         Ok(Write::Written)
     }
 

@@ -240,6 +240,7 @@ impl Inner {
                 let key = ObjectKey::of(&o);
                 self.queue.remove(&key);
                 self.events.forget(&key);
+                self.applier.forget(gvk, key.namespace.as_deref(), &key.name);
             }
             (Role::Owned, WatchEvent::Changed(o, deleted)) => {
                 if deleted {
