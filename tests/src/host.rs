@@ -49,7 +49,9 @@ impl Host {
         static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let log = plane.dir.join(format!("kwop-{n}.log"));
-        let cache = plane.dir.join("precompiled");
+        // The precompile cache is keyed by component hash and engine: safe to share across runs.
+        let cache =
+            std::env::var_os("KWOP_CACHE_DIR").map(PathBuf::from).unwrap_or_else(|| plane.dir.join("precompiled"));
         let mut args: Vec<String> = vec![
             "run".into(),
             format!("--plugins={}", plugins.display()),

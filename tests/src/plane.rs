@@ -405,6 +405,25 @@ impl ControlPlane {
         Ok(kube::Client::try_from(cfg)?)
     }
 
+    /// A kubeconfig like the admin one, but authenticating with a bearer token (e.g. a
+    /// service account's, from `kubectl create token`).
+    pub fn kubeconfig_with_token(&self, token: &str, file_name: &str) -> Result<PathBuf> {
+        let text = std::fs::read_to_string(&self.kubeconfig)?;
+        let mut kc: serde_yaml::Value = serde_yaml::from_str(&text)?;
+        let users =
+            kc.get_mut("users").and_then(|u| u.as_sequence_mut()).ok_or_else(|| anyhow!("kubeconfig has no users"))?;
+        for u in users.iter_mut() {
+            if let Some(m) = u.as_mapping_mut() {
+                let mut user = serde_yaml::Mapping::new();
+                user.insert("token".into(), token.into());
+                m.insert("user".into(), serde_yaml::Value::Mapping(user));
+            }
+        }
+        let path = self.dir.join(file_name);
+        std::fs::write(&path, serde_yaml::to_string(&kc)?)?;
+        Ok(path)
+    }
+
     /// Creates a fresh namespace named after the test.
     pub fn namespace(&self, hint: &str) -> Result<String> {
         static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);

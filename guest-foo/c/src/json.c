@@ -232,7 +232,7 @@ static char *exact_digits(double f, int *exp10) {
 
 /* Whether digits d[0..p) * 10^(x - p + 1) reads back as f. */
 static int reads_back(const char *d, int p, int x, double f) {
-    char num[40];
+    char num[40]; /* at most 17 digits, 'e' and a 5-character exponent: never grows */
     sb_t b = {num, 0, sizeof num, 0};
     memcpy(num, d, (size_t)p);
     b.len = (size_t)p;
@@ -414,7 +414,7 @@ static double pow10_table(int k) { /* 0 <= k <= 308, correctly rounded like a li
     static double table[309];
     static int ready;
     if (!ready) {
-        char buf[16];
+        char buf[16]; /* "1e308" at most: never grows */
         for (int j = 0; j <= 308; j++) {
             sb_t b = {buf, 0, sizeof buf, 0};
             sb_puts(&b, "1e");

@@ -13,9 +13,16 @@ mkdir -p "$WORK"
 
 cc -std=c11 -O1 -g -Wall -Wextra -Werror -fsanitize=address,undefined -fno-sanitize-recover=all \
     -o "$WORK/driver" "$HERE/driver.c" "$HERE/../src/foo.c" "$HERE/../src/json.c" -lm
-# the workspace's lock file: the same serde_json as the shipped guest
-cp "$HERE/../../../Cargo.lock" "$HERE/oracle/Cargo.lock"
-CARGO_TARGET_DIR="$CACHE/oracle" cargo build --quiet --release --manifest-path "$HERE/oracle/Cargo.toml"
+# The oracle is built from a copy in the cache, with the workspace's lock file (the same
+# serde_json as the shipped guest) and nothing written into the source tree.
+GUEST="$(cd "$HERE/../.." && pwd)"
+ORACLE="$CACHE/oracle-crate"
+rm -rf "$ORACLE"
+mkdir -p "$ORACLE/src"
+sed "s|path = \"../../..\"|path = \"$GUEST\"|" "$HERE/oracle/Cargo.toml" >"$ORACLE/Cargo.toml"
+cp "$HERE/oracle/src/main.rs" "$ORACLE/src/"
+cp "$GUEST/../Cargo.lock" "$ORACLE/Cargo.lock"
+CARGO_TARGET_DIR="$CACHE/oracle" cargo build --quiet --release --manifest-path "$ORACLE/Cargo.toml"
 python3 "$HERE/gen_cases.py" "${1:-3000}" "${2:-1}" >"$WORK/cases.txt"
 "$WORK/driver" <"$WORK/cases.txt" >"$WORK/c.txt"
 "$CACHE/oracle/release/guest-foo-c-oracle" <"$WORK/cases.txt" >"$WORK/rust.txt"

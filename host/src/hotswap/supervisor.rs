@@ -64,29 +64,40 @@ impl Supervisor {
     pub async fn run(mut self, mut rx: mpsc::Receiver<Command>) {
         let mut tick = tokio::time::interval(RETRY);
         tick.tick().await;
+        // Commands read while debouncing rescans, to handle next (never dropped).
+        let mut pending = std::collections::VecDeque::new();
         loop {
-            tokio::select! {
-                cmd = rx.recv() => match cmd {
-                    Some(Command::Rescan) => {
-                        // Debounce: a copy or a ConfigMap update is several file events.
-                        tokio::time::sleep(Duration::from_millis(150)).await;
-                        while let Ok(Command::Rescan) = rx.try_recv() {}
+            let cmd = match pending.pop_front() {
+                Some(c) => Some(c),
+                None => tokio::select! {
+                    c = rx.recv() => c,
+                    _ = tick.tick() => {
                         self.rescan().await;
-                    }
-                    Some(Command::SetActive(a)) => self.set_active(a).await,
-                    Some(Command::Shutdown(done)) => {
-                        self.set_active(false).await;
-                        let _ = done.send(());
-                        return;
-                    }
-                    None => {
-                        self.set_active(false).await;
-                        return;
+                        self.start_missing().await;
+                        continue;
                     }
                 },
-                _ = tick.tick() => {
+            };
+            match cmd {
+                Some(Command::Rescan) => {
+                    // Debounce: a copy or a ConfigMap update is several file events.
+                    tokio::time::sleep(Duration::from_millis(150)).await;
+                    while let Ok(c) = rx.try_recv() {
+                        if !matches!(c, Command::Rescan) {
+                            pending.push_back(c);
+                        }
+                    }
                     self.rescan().await;
-                    self.start_missing().await;
+                }
+                Some(Command::SetActive(a)) => self.set_active(a).await,
+                Some(Command::Shutdown(done)) => {
+                    self.set_active(false).await;
+                    let _ = done.send(());
+                    return;
+                }
+                None => {
+                    self.set_active(false).await;
+                    return;
                 }
             }
         }
