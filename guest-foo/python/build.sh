@@ -10,7 +10,6 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-wit="$(cd "$here/../../wit" && pwd)"
 out="${1:-$here/dist/foo.wasm}"
 case "$out" in /*) ;; *) out="$PWD/$out" ;; esac
 log="$here/dist/build.log"
@@ -21,6 +20,8 @@ fail() {
   echo "guest-foo-py: build failed: $*" >&2
   exit 1
 }
+
+wit="$(cd "$here/../../wit" 2>/dev/null && pwd)" || fail "no WIT folder at $here/../../wit"
 
 command -v "$python" >/dev/null 2>&1 || fail "$python is not installed"
 "$python" -c 'import sys; sys.exit(sys.version_info < (3, 9))' 2>/dev/null \
@@ -49,13 +50,17 @@ if [ -f "$out" ] && [ -z "$(find "$here/src" "$wit" "$here/requirements.txt" "$h
   exit 0
 fi
 
+# componentize-py bundles every file of the Python path: build from a copy of src/*.py, without
+# the __pycache__ a local test run leaves there.
 tmp="$out.tmp.$$"
-trap 'rm -f "$tmp"' EXIT
+stage="$(mktemp -d)"
+trap 'rm -rf "$tmp" "$stage"' EXIT
+cp "$here"/src/*.py "$stage/"
 start=$SECONDS
-if ! (cd "$here" && "$venv/bin/componentize-py" --wit-path "$wit" --world reconciler \
-  componentize app --python-path src --output "$tmp") >"$log" 2>&1; then
+if ! (cd "$stage" && RUST_BACKTRACE=0 "$venv/bin/componentize-py" --wit-path "$wit" --world reconciler \
+  componentize app --python-path "$stage" --output "$tmp") >"$log" 2>&1; then
   # The Python error (componentize-py imports app.py while building) if there is one.
-  reason="$(grep -E '^[A-Za-z.]*(Error|Exception)\b' "$log" | tail -n1 || true)"
+  reason="$(sed '/^Stack backtrace:/,$d' "$log" | grep -E '(Error|Exception)\b' | tail -n1 | sed 's/^ *//' || true)"
   [ -n "$reason" ] || reason="$(grep -m1 -iE 'error' "$log" || tail -n1 "$log")"
   fail "componentize-py: ${reason} (log: $log)"
 fi

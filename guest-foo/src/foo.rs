@@ -1,7 +1,11 @@
 //! The Foo → Deployment logic, ported from sample-controller's `controller.go`.
 
-use serde::Deserialize;
-use serde_json::{json, Value};
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
+use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use kwop_guest::{Event, Failure, Meta};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// Event reason when a Foo is synced (sample-controller's `SuccessSynced`).
 pub const SUCCESS_SYNCED: &str = "Synced";
@@ -13,88 +17,95 @@ pub const ERR_RESOURCE_EXISTS: &str = "ErrResourceExists";
 /// also tell the user, on the object, why nothing happens.
 pub const INVALID_SPEC: &str = "InvalidSpec";
 
-/// Event severity.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Severity {
-    /// As expected.
-    Normal,
-    /// Needs attention.
-    Warning,
+/// The Foo custom resource (`samplecontroller.k8s.io/v1alpha1`), the fields the logic reads.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+pub struct Foo {
+    /// Name, namespace, UID.
+    #[serde(default)]
+    pub metadata: Meta,
+    /// Desired state.
+    #[serde(default)]
+    pub spec: FooSpec,
 }
 
-/// An event to record on the Foo.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Event {
-    /// Normal or Warning.
-    pub severity: Severity,
-    /// PascalCase reason.
-    pub reason: String,
-    /// Human-readable message.
-    pub message: String,
+/// `spec` of a Foo.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct FooSpec {
+    /// Name of the Deployment to manage.
+    #[serde(default)]
+    pub deployment_name: Option<String>,
+    /// Its replicas (the CRD allows 1..=10; unset leaves the Deployment's default).
+    #[serde(default)]
+    pub replicas: Option<i32>,
 }
 
-impl Event {
-    fn new(severity: Severity, reason: &str, message: impl Into<String>) -> Self {
-        Event { severity, reason: reason.into(), message: message.into() }
-    }
+/// `status` of a Foo.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct FooStatus {
+    /// The Deployment's available replicas.
+    pub available_replicas: i32,
 }
 
-/// A successful sync: the Deployment intent, the Foo's status, the events.
+/// A successful sync.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Decision {
-    /// Server-side apply intents (here: exactly one Deployment).
-    pub apply: Vec<Value>,
-    /// The Foo's new `status`.
-    pub status: Value,
+    /// The server-side apply intent for the Deployment.
+    pub deployment: Deployment,
+    /// The Foo's new status.
+    pub status: FooStatus,
     /// Events to record on the Foo.
     pub events: Vec<Event>,
 }
 
-/// A sync that could not proceed.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Failure {
-    /// What went wrong.
-    pub message: String,
-    /// Events to record on the Foo.
-    pub events: Vec<Event>,
-    /// Whether retrying (with backoff) can help.
-    pub retry: bool,
+/// What the logic reads of an existing Deployment: its owners and its available replicas. A
+/// narrow type instead of k8s-openapi's `Deployment` keeps the component small (the full type's
+/// deserialiser is most of a megabyte of WebAssembly); the intent is a full typed `Deployment`.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+pub struct Observed {
+    /// Owner references only.
+    #[serde(default)]
+    pub metadata: ObservedMeta,
+    /// Status, if any.
+    #[serde(default)]
+    pub status: Option<ObservedStatus>,
 }
 
-#[derive(Deserialize)]
-struct Foo {
-    #[serde(default)]
-    metadata: Meta,
-    #[serde(default)]
-    spec: Spec,
-}
-
-#[derive(Deserialize, Default)]
-struct Meta {
-    #[serde(default)]
-    name: String,
-    #[serde(default)]
-    namespace: String,
-    #[serde(default)]
-    uid: String,
-}
-
-#[derive(Deserialize, Default)]
+/// `metadata` of an observed Deployment.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
-struct Spec {
+pub struct ObservedMeta {
+    /// Owner references.
     #[serde(default)]
-    deployment_name: Option<String>,
+    pub owner_references: Vec<OwnerRef>,
+}
+
+/// One owner reference.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+pub struct OwnerRef {
+    /// Owner UID.
     #[serde(default)]
-    replicas: Option<i64>,
+    pub uid: String,
+    /// Whether it is the controller.
+    #[serde(default)]
+    pub controller: Option<bool>,
+}
+
+/// `status` of an observed Deployment.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ObservedStatus {
+    /// Available replicas.
+    #[serde(default)]
+    pub available_replicas: Option<i32>,
 }
 
 /// One sync of a Foo, as sample-controller's `syncHandler` does it.
 ///
 /// `deployment` looks up a Deployment by namespace and name in the cache (sample-controller's
 /// `deploymentsLister.Deployments(ns).Get(name)`); the host answers from its informer cache.
-pub fn sync(foo: &Value, deployment: &dyn Fn(&str, &str) -> Option<Value>) -> Result<Decision, Failure> {
-    let foo: Foo = Foo::deserialize(foo).map_err(|e| invalid(format!("Foo does not parse: {e}")))?;
-
+pub fn sync(foo: &Foo, deployment: &dyn Fn(&str, &str) -> Option<Observed>) -> Result<Decision, Failure> {
     let name = match foo.spec.deployment_name.as_deref() {
         Some(n) if !n.is_empty() => n,
         // sample-controller logs "Deployment name missing from object reference" and drops the
@@ -106,66 +117,74 @@ pub fn sync(foo: &Value, deployment: &dyn Fn(&str, &str) -> Option<Value>) -> Re
         return Err(invalid(format!("spec.deploymentName {name:?} is not a valid Deployment name: {why}")));
     }
 
-    let observed = deployment(&foo.metadata.namespace, name);
+    let namespace = foo.metadata.namespace.as_deref().unwrap_or_default();
+    let observed = deployment(namespace, name);
     if let Some(d) = &observed {
         if !is_controlled_by(d, &foo.metadata.uid) {
             let msg = format!("Resource {name:?} already exists and is not managed by Foo");
-            return Err(Failure {
-                message: msg.clone(),
-                events: vec![Event::new(Severity::Warning, ERR_RESOURCE_EXISTS, msg)],
-                retry: true,
-            });
+            return Err(Failure::retry(msg.clone()).event(Event::warning(ERR_RESOURCE_EXISTS, msg)));
         }
     }
-
-    let available =
-        observed.as_ref().and_then(|d| d.pointer("/status/availableReplicas")).and_then(Value::as_i64).unwrap_or(0);
-
+    let available = observed.and_then(|d| d.status).and_then(|s| s.available_replicas).unwrap_or(0);
     Ok(Decision {
-        apply: vec![new_deployment(&foo, name)],
-        status: json!({ "availableReplicas": available }),
-        events: vec![Event::new(Severity::Normal, SUCCESS_SYNCED, MESSAGE_RESOURCE_SYNCED)],
+        deployment: new_deployment(foo, name),
+        status: FooStatus { available_replicas: available },
+        events: vec![Event::normal(SUCCESS_SYNCED, MESSAGE_RESOURCE_SYNCED)],
     })
 }
 
+/// The whole reconcile at the JSON boundary, as the plugin does it (parse the Foo, look up the
+/// Deployment as JSON, serialise the intent and status): the native side of the WASM-vs-native
+/// benchmark. Returns (apply intents, status) as JSON text.
+pub fn reconcile_json(primary: &str, lookup: &dyn Fn(&str, &str) -> Option<String>) -> Result<(Vec<String>, String), Failure> {
+    let foo: Foo = serde_json::from_str(primary).map_err(|e| Failure::permanent(format!("the primary object does not parse: {e}")))?;
+    let d = sync(&foo, &|ns, name| lookup(ns, name).and_then(|t| serde_json::from_str(&t).ok()))?;
+    let intent = serde_json::to_string(&d.deployment).map_err(|e| Failure::permanent(e.to_string()))?;
+    let status = serde_json::to_string(&d.status).map_err(|e| Failure::permanent(e.to_string()))?;
+    Ok((vec![intent], status))
+}
+
 fn invalid(message: String) -> Failure {
-    Failure { events: vec![Event::new(Severity::Warning, INVALID_SPEC, message.clone())], message, retry: false }
+    Failure::permanent(message.clone()).event(Event::warning(INVALID_SPEC, message))
 }
 
 /// sample-controller's `newDeployment`, as a server-side apply intent. The owner reference is
 /// not here: the kwop host sets the controller reference itself.
-fn new_deployment(foo: &Foo, name: &str) -> Value {
-    let labels = json!({ "app": "nginx", "controller": foo.metadata.name });
-    let mut spec = json!({
-        "selector": { "matchLabels": labels },
-        "template": {
-            "metadata": { "labels": labels },
-            "spec": { "containers": [ { "name": "nginx", "image": "nginx:latest" } ] }
-        }
-    });
-    // Unset replicas stay unset (the API server defaults them to 1), as in sample-controller.
-    if let (Some(r), Some(obj)) = (foo.spec.replicas, spec.as_object_mut()) {
-        obj.insert("replicas".into(), json!(r));
-    }
-    let mut metadata = json!({ "name": name });
-    if let (false, Some(m)) = (foo.metadata.namespace.is_empty(), metadata.as_object_mut()) {
-        m.insert("namespace".into(), json!(foo.metadata.namespace));
-    }
+fn new_deployment(foo: &Foo, name: &str) -> Deployment {
+    let labels = BTreeMap::from([("app".to_string(), "nginx".to_string()), ("controller".to_string(), foo.metadata.name.clone())]);
+    #[allow(unused_mut)]
+    let mut annotations = None;
     #[cfg(feature = "v2")]
-    if let Some(m) = metadata.as_object_mut() {
-        m.insert("annotations".into(), json!({ "samplecontroller.k8s.io/reconciled-by": "guest-foo-v2" }));
+    {
+        annotations = Some(BTreeMap::from([("samplecontroller.k8s.io/reconciled-by".to_string(), "guest-foo-v2".to_string())]));
     }
-    json!({ "apiVersion": "apps/v1", "kind": "Deployment", "metadata": metadata, "spec": spec })
+    Deployment {
+        metadata: ObjectMeta {
+            name: Some(name.to_string()),
+            namespace: foo.metadata.namespace.clone().filter(|n| !n.is_empty()),
+            annotations,
+            ..ObjectMeta::default()
+        },
+        spec: Some(DeploymentSpec {
+            // Unset replicas stay unset (the API server defaults them to 1), as in sample-controller.
+            replicas: foo.spec.replicas,
+            selector: LabelSelector { match_labels: Some(labels.clone()), ..LabelSelector::default() },
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta { labels: Some(labels), ..ObjectMeta::default() }),
+                spec: Some(PodSpec {
+                    containers: vec![Container { name: "nginx".into(), image: Some("nginx:latest".into()), ..Container::default() }],
+                    ..PodSpec::default()
+                }),
+            },
+            ..DeploymentSpec::default()
+        }),
+        status: None,
+    }
 }
 
 /// `metav1.IsControlledBy`: the object's controller owner reference has the Foo's UID.
-fn is_controlled_by(obj: &Value, uid: &str) -> bool {
-    let refs = obj.pointer("/metadata/ownerReferences").and_then(Value::as_array);
-    refs.into_iter().flatten().any(|r| {
-        r.get("controller").and_then(Value::as_bool) == Some(true)
-            && !uid.is_empty()
-            && r.get("uid").and_then(Value::as_str) == Some(uid)
-    })
+fn is_controlled_by(d: &Observed, uid: &str) -> bool {
+    !uid.is_empty() && d.metadata.owner_references.iter().any(|r| r.controller == Some(true) && r.uid == uid)
 }
 
 /// RFC 1123 subdomain, as the API server checks a Deployment name.

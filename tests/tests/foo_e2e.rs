@@ -124,3 +124,24 @@ async fn a_resync_of_an_in_sync_world_writes_nothing() -> anyhow::Result<()> {
     assert!(host.metric("kwop_writes_skipped_total", &[])? > 0.0);
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_invalid_foo_gets_a_clear_warning_and_nothing_is_created() -> anyhow::Result<()> {
+    let plane = ControlPlane::shared(Mode::Api)?;
+    let ns = plane.namespace("foo-invalid")?;
+    let dir = plugins::folder(&[("guest-foo.wasm", plugins::GUEST_FOO)])?;
+    let host = host(plane, &dir, &[&format!("--namespace={ns}")])?;
+    let client = plane.client().await?;
+    create_foo(&client, &ns, "no-name", "", Some(1)).await?;
+    create_foo(&client, &ns, "bad-name", "Not_A_DNS_Name", Some(1)).await?;
+    let ev = event_with_reason(&client, &ns, "no-name", "InvalidSpec").await?;
+    assert!(ev.note.unwrap_or_default().contains("spec.deploymentName is missing or empty"));
+    let ev = event_with_reason(&client, &ns, "bad-name", "InvalidSpec").await?;
+    assert!(ev.note.unwrap_or_default().contains("is not a valid Deployment name"));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), &ns);
+    assert!(deployments.list(&Default::default()).await?.items.is_empty());
+    // No retry: the user has to fix the Foo.
+    assert_eq!(host.metric("kwop_reconcile_total", &[("result", "plugin_failure")])?, 2.0);
+    Ok(())
+}

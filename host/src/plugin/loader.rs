@@ -166,6 +166,54 @@ impl LoadedPlugin {
         sandbox::flush_output(&store, self.limits.log_lines);
         result
     }
+
+    /// An instance kept for several calls (see [`Session`]).
+    pub fn session(&self) -> Result<Session<'_>, CallError> {
+        let ctx = CallContext {
+            plugin: self.name.clone(),
+            object: "-".into(),
+            cache: Arc::new(super::StaticCache::default()),
+            readable: self.readable.clone(),
+        };
+        let deadline = self.limits.deadline;
+        let mut store = sandbox::new_store(&self.engine, &self.limits, ctx, deadline);
+        let instance = self.pre.instantiate(&mut store).map_err(|e| sandbox::classify(&store, e, deadline, true))?;
+        Ok(Session { plugin: self, store, instance, poisoned: false })
+    }
+}
+
+/// One instance reused across calls: no instantiation cost, but guest memory (globals, heap)
+/// carries over from call to call. The host does not use it for reconciles — a fresh instance per
+/// reconcile is the isolation guarantee — it exists to measure what reuse would save (see
+/// BENCHMARKS.md). After a trap the instance is poisoned and refuses further calls.
+pub struct Session<'a> {
+    plugin: &'a LoadedPlugin,
+    store: wasmtime::Store<HostState>,
+    instance: wit::Reconciler,
+    poisoned: bool,
+}
+
+impl Session<'_> {
+    /// One reconcile in the kept instance, with a fresh deadline.
+    pub fn reconcile(
+        &mut self,
+        req: &wit::Request,
+        cache: Arc<dyn crate::plugin::CacheView>,
+    ) -> Result<RawResult, CallError> {
+        if self.poisoned {
+            return Err(CallError::Trap("instance is poisoned by an earlier trap".into()));
+        }
+        let deadline = self.plugin.limits.deadline;
+        self.store.data_mut().cache = cache;
+        self.store.set_epoch_deadline(PluginEngine::ticks(deadline));
+        let r = self
+            .instance
+            .call_reconcile(&mut self.store, req)
+            .map_err(|e| sandbox::classify(&self.store, e, deadline, false));
+        self.poisoned = r.is_err();
+        sandbox::flush_output(&self.store, self.plugin.limits.log_lines);
+        r
+    }
 }
 
 /// Compiles a component, or deserializes it from the precompile cache.

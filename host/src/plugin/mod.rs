@@ -18,5 +18,5 @@ pub use bindings::wit;
 pub use cache_view::{CacheView, StaticCache};
 pub use engine::{EngineConfig, Limits, PluginEngine};
 pub use info::PluginInfo;
-pub use loader::{LoadError, LoadedPlugin};
+pub use loader::{LoadError, LoadedPlugin, Session};
 pub use sandbox::{CallError, RawResult};

@@ -107,6 +107,23 @@ impl Guest for Chaos {
                 );
                 ok(vec![cm(&target, None, data)], json!({ "phase": "read", "sawSecret": got.is_some() }))
             }
+            // What the sandbox lets a plugin see of the host: nothing.
+            "probe" => {
+                let addr =
+                    primary.pointer("/spec/probeAddr").and_then(Value::as_str).unwrap_or("127.0.0.1:80").to_string();
+                let net = addr
+                    .parse::<std::net::SocketAddr>()
+                    .map(|a| std::net::TcpStream::connect(a).is_ok())
+                    .unwrap_or(false);
+                let status = json!({
+                    "phase": "probed",
+                    "envs": std::env::vars().count(),
+                    "args": std::env::args().count(),
+                    "fs": std::fs::read_dir("/").is_ok() || std::fs::read_dir(".").is_ok() || std::fs::metadata("/etc/passwd").is_ok(),
+                    "net": net,
+                });
+                ok(vec![cm(&target, None, data)], status)
+            }
             "fail" => Err(Failure {
                 message: "chaos plugin reports failure".into(),
                 events: vec![Event {

@@ -1,0 +1,35 @@
+//! The plugin: info and reconcile through the kwop-guest SDK.
+
+use crate::foo::{self, Foo};
+use k8s_openapi::api::apps::v1::Deployment;
+use kwop_guest::{Context, Failure, Gvk, Info, Outcome, Reconciler};
+
+struct GuestFoo;
+
+impl Reconciler for GuestFoo {
+    type Primary = Foo;
+
+    fn info() -> Info {
+        let version = if cfg!(feature = "v2") { "0.1.0-v2" } else { env!("CARGO_PKG_VERSION") };
+        // Benchmarks build copies of this plugin for other CRD groups (one host running many
+        // plugins): `KWOP_FOO_GROUP=g` at build time sets the primary group and, since plugin
+        // names must be unique, names the copy `guest-foo-<first label of g>`. Unset: as shipped.
+        let (name, group) = match option_env!("KWOP_FOO_GROUP") {
+            Some(g) => (format!("guest-foo-{}", g.split('.').next().unwrap_or(g)), g),
+            None => ("guest-foo".to_string(), "samplecontroller.k8s.io"),
+        };
+        Info::new(&name, version, Gvk::new(group, "v1alpha1", "Foo")).owns(Gvk::of::<Deployment>())
+    }
+
+    fn reconcile(foo: Foo, ctx: &Context) -> Result<Outcome, Failure> {
+        let kind = Gvk::of::<Deployment>();
+        let d = foo::sync(&foo, &|ns, name| ctx.get_as::<foo::Observed>(&kind, Some(ns), name))?;
+        let mut out = Outcome::new().apply(&d.deployment)?.status(&d.status)?;
+        for e in d.events {
+            out = out.event(e);
+        }
+        Ok(out)
+    }
+}
+
+kwop_guest::export!(GuestFoo);
