@@ -62,7 +62,12 @@ fn available(d: &Deployment) -> i32 {
 }
 
 async fn reasons(client: &Client, ns: &str, object: &str) -> anyhow::Result<Value> {
-    let mut r: Vec<String> = events_for(client, ns, object).await?.into_iter().filter_map(|e| e.reason).collect();
+    let mut r: Vec<String> = events_for(client, ns, object)
+        .await?
+        .into_iter()
+        .filter(|e| e.regarding.as_ref().and_then(|r| r.kind.as_deref()) == Some("Foo"))
+        .filter_map(|e| e.reason)
+        .collect();
     r.sort();
     r.dedup();
     Ok(json!(r))

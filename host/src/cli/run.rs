@@ -197,8 +197,12 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
     let _ = tx.send(Command::Shutdown(done_tx)).await;
     let _ = done_rx.await;
     let _ = sup.await;
+    // The election task ends (releasing the Lease) once every receiver is gone: ours too.
+    drop(leading);
     if let Some(e) = election {
-        e.release().await;
+        if tokio::time::timeout(std::time::Duration::from_secs(5), e.release()).await.is_err() {
+            tracing::warn!("could not release the leader lease within 5s; the standby takes over when it expires");
+        }
     }
     stop_http.cancel();
     for s in servers {
