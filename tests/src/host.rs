@@ -71,8 +71,9 @@ impl Host {
             if matches!(http_get(port, path), Ok((200, _))) {
                 break;
             }
-            if start.elapsed() > Duration::from_secs(60) {
-                bail!("kwop not ready after 60s:\n{}", proc.tail(30));
+            // Generous: a 15 MB JS or Python component compiles for a minute or more on a cold cache.
+            if start.elapsed() > Duration::from_secs(300) {
+                bail!("kwop not ready after 300s:\n{}", proc.tail(30));
             }
             std::thread::sleep(Duration::from_millis(50));
         }
