@@ -94,9 +94,10 @@ async fn an_infinite_loop_hits_the_deadline() -> anyhow::Result<()> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_memory_bomb_traps_at_the_limit() -> anyhow::Result<()> {
-    let s = setup("chaos-bomb", &["--plugin-memory=32Mi"]).await?;
+    // A per-plugin limit (guest-foo keeps the default 64 MiB).
+    let s = setup("chaos-bomb", &["--plugin-limit=chaos:memory=16Mi"]).await?;
     create_chaos(&s.client, &s.ns, "bomb", json!({ "mode": "bomb" })).await?;
-    expect_failure(&s, "bomb", "ReconcilePluginFailed", "memory limit").await?;
+    expect_failure(&s, "bomb", "ReconcilePluginFailed", "memory limit of 16777216 bytes").await?;
     others_unaffected(&s, "bomb").await?;
     assert!(s.host.metric("kwop_plugin_errors_total", &[("plugin", "chaos"), ("reason", "out_of_memory")])? >= 1.0);
     Ok(())

@@ -101,6 +101,10 @@ pub struct RunArgs {
     /// Objects per second re-queued after a plugin swap, a resync or a relist.
     #[arg(long, default_value_t = 200.0)]
     pub requeue_rate: f64,
+    /// Limits for one plugin (by its info() name), overriding --plugin-timeout/--plugin-memory,
+    /// e.g. `--plugin-limit guest-foo-py:memory=128Mi,timeout=2s`. Repeatable.
+    #[arg(long = "plugin-limit", value_name = "NAME:memory=SIZE,timeout=DURATION", value_parser = units::plugin_limit)]
+    pub plugin_limits: Vec<units::PluginLimit>,
     /// Sandbox limits.
     #[command(flatten)]
     pub sandbox: SandboxArgs,

@@ -71,7 +71,12 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
     };
     let engine_cfg = EngineConfig {
         cache_dir,
-        max_memory_bytes: args.sandbox.plugin_memory.max(64 << 20),
+        // The pool's slots must fit the largest memory any plugin may get.
+        max_memory_bytes: args
+            .plugin_limits
+            .iter()
+            .filter_map(|l| l.memory)
+            .fold(args.sandbox.plugin_memory.max(64 << 20), usize::max),
         ..EngineConfig::default()
     };
     let max_instances = engine_cfg.max_instances as usize;
@@ -116,7 +121,17 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
         instances: Arc::new(tokio::sync::Semaphore::new(max_instances)),
     });
 
-    let mut supervisor = Supervisor::new(args.plugins.clone(), engine, limits, shared);
+    let overrides = args
+        .plugin_limits
+        .iter()
+        .map(|l| {
+            let mut x = limits.clone();
+            x.memory_bytes = l.memory.unwrap_or(x.memory_bytes);
+            x.deadline = l.timeout.unwrap_or(x.deadline);
+            (l.plugin.clone(), x)
+        })
+        .collect();
+    let mut supervisor = Supervisor::new(args.plugins.clone(), engine, limits, shared).with_overrides(overrides);
     supervisor.initial_scan().await?;
     let (tx, rx) = mpsc::channel(64);
     let sup = tokio::spawn(supervisor.run(rx));

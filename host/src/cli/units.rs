@@ -26,6 +26,35 @@ pub fn bytes(s: &str) -> Result<usize, String> {
     n.checked_mul(mult).ok_or_else(|| format!("size {s:?} is too large"))
 }
 
+/// A per-plugin override of the sandbox limits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PluginLimit {
+    /// Plugin name (from `info()`).
+    pub plugin: String,
+    /// Memory limit, if overridden.
+    pub memory: Option<usize>,
+    /// Deadline, if overridden.
+    pub timeout: Option<Duration>,
+}
+
+/// Parses `NAME:memory=SIZE,timeout=DURATION` (either key may be omitted).
+pub fn plugin_limit(s: &str) -> Result<PluginLimit, String> {
+    let (plugin, rest) =
+        s.split_once(':').ok_or_else(|| format!("expected NAME:memory=SIZE,timeout=DURATION, got {s:?}"))?;
+    let mut l = PluginLimit { plugin: plugin.trim().to_string(), memory: None, timeout: None };
+    if l.plugin.is_empty() {
+        return Err(format!("missing plugin name in {s:?}"));
+    }
+    for kv in rest.split(',').map(str::trim).filter(|kv| !kv.is_empty()) {
+        match kv.split_once('=') {
+            Some(("memory", v)) => l.memory = Some(bytes(v)?),
+            Some(("timeout", v)) => l.timeout = Some(duration(v)?),
+            _ => return Err(format!("unknown limit {kv:?} in {s:?} (memory=SIZE, timeout=DURATION)")),
+        }
+    }
+    Ok(l)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -41,5 +70,17 @@ mod tests {
         assert_eq!(duration("500ms"), Ok(Duration::from_millis(500)));
         assert_eq!(duration("1m30s"), Ok(Duration::from_secs(90)));
         assert!(duration("soon").is_err());
+    }
+
+    #[test]
+    fn plugin_limits_parse() {
+        let l = plugin_limit("guest-foo-py:memory=128Mi,timeout=2s").expect("valid");
+        assert_eq!(
+            (l.plugin.as_str(), l.memory, l.timeout),
+            ("guest-foo-py", Some(128 << 20), Some(Duration::from_secs(2)))
+        );
+        assert_eq!(plugin_limit("x:timeout=5s").map(|l| l.memory), Ok(None));
+        assert!(plugin_limit("no-colon").is_err());
+        assert!(plugin_limit("x:cpu=2").is_err());
     }
 }

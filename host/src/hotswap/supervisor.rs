@@ -39,6 +39,8 @@ pub struct Supervisor {
     shared: Arc<Shared>,
     slots: BTreeMap<String, Slot>,
     active: bool,
+    /// Limits by plugin name, overriding `limits`.
+    overrides: std::collections::HashMap<String, Limits>,
 }
 
 /// How often failed controller starts are retried and the folder rescanned without a trigger.
@@ -47,7 +49,13 @@ const RETRY: Duration = Duration::from_secs(10);
 impl Supervisor {
     /// A supervisor for `dir` (nothing loaded yet).
     pub fn new(dir: PathBuf, engine: Arc<PluginEngine>, limits: Limits, shared: Arc<Shared>) -> Self {
-        Supervisor { dir, engine, limits, shared, slots: BTreeMap::new(), active: false }
+        Supervisor { dir, engine, limits, shared, slots: BTreeMap::new(), active: false, overrides: Default::default() }
+    }
+
+    /// Per-plugin limits (by `info()` name).
+    pub fn with_overrides(mut self, overrides: std::collections::HashMap<String, Limits>) -> Self {
+        self.overrides = overrides;
+        self
     }
 
     /// Loads what is in the folder now (called once before serving readiness).
@@ -140,7 +148,13 @@ impl Supervisor {
             let loaded =
                 tokio::task::spawn_blocking(move || LoadedPlugin::load_bytes(&engine, &bytes, &path, limits)).await;
             let plugin = match loaded {
-                Ok(Ok(p)) => p,
+                Ok(Ok(mut p)) => {
+                    // The name is known only after info(); per-plugin limits apply from the first reconcile.
+                    if let Some(l) = self.overrides.get(&p.info.name) {
+                        p.limits = l.clone();
+                    }
+                    p
+                }
                 Ok(Err(e)) => {
                     self.load_failed(&file, e.label(), e.to_string());
                     continue;
