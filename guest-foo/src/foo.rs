@@ -136,8 +136,12 @@ pub fn sync(foo: &Foo, deployment: &dyn Fn(&str, &str) -> Option<Observed>) -> R
 /// The whole reconcile at the JSON boundary, as the plugin does it (parse the Foo, look up the
 /// Deployment as JSON, serialise the intent and status): the native side of the WASM-vs-native
 /// benchmark. Returns (apply intents, status) as JSON text.
-pub fn reconcile_json(primary: &str, lookup: &dyn Fn(&str, &str) -> Option<String>) -> Result<(Vec<String>, String), Failure> {
-    let foo: Foo = serde_json::from_str(primary).map_err(|e| Failure::permanent(format!("the primary object does not parse: {e}")))?;
+pub fn reconcile_json(
+    primary: &str,
+    lookup: &dyn Fn(&str, &str) -> Option<String>,
+) -> Result<(Vec<String>, String), Failure> {
+    let foo: Foo = serde_json::from_str(primary)
+        .map_err(|e| Failure::permanent(format!("the primary object does not parse: {e}")))?;
     let d = sync(&foo, &|ns, name| lookup(ns, name).and_then(|t| serde_json::from_str(&t).ok()))?;
     let intent = serde_json::to_string(&d.deployment).map_err(|e| Failure::permanent(e.to_string()))?;
     let status = serde_json::to_string(&d.status).map_err(|e| Failure::permanent(e.to_string()))?;
@@ -151,12 +155,16 @@ fn invalid(message: String) -> Failure {
 /// sample-controller's `newDeployment`, as a server-side apply intent. The owner reference is
 /// not here: the kwop host sets the controller reference itself.
 fn new_deployment(foo: &Foo, name: &str) -> Deployment {
-    let labels = BTreeMap::from([("app".to_string(), "nginx".to_string()), ("controller".to_string(), foo.metadata.name.clone())]);
+    let labels = BTreeMap::from([
+        ("app".to_string(), "nginx".to_string()),
+        ("controller".to_string(), foo.metadata.name.clone()),
+    ]);
     #[allow(unused_mut)]
     let mut annotations = None;
     #[cfg(feature = "v2")]
     {
-        annotations = Some(BTreeMap::from([("samplecontroller.k8s.io/reconciled-by".to_string(), "guest-foo-v2".to_string())]));
+        annotations =
+            Some(BTreeMap::from([("samplecontroller.k8s.io/reconciled-by".to_string(), "guest-foo-v2".to_string())]));
     }
     Deployment {
         metadata: ObjectMeta {
@@ -172,7 +180,11 @@ fn new_deployment(foo: &Foo, name: &str) -> Deployment {
             template: PodTemplateSpec {
                 metadata: Some(ObjectMeta { labels: Some(labels), ..ObjectMeta::default() }),
                 spec: Some(PodSpec {
-                    containers: vec![Container { name: "nginx".into(), image: Some("nginx:latest".into()), ..Container::default() }],
+                    containers: vec![Container {
+                        name: "nginx".into(),
+                        image: Some("nginx:latest".into()),
+                        ..Container::default()
+                    }],
                     ..PodSpec::default()
                 }),
             },

@@ -7,7 +7,12 @@ use serde_json::json;
 
 fn foo(deployment_name: Option<&str>, replicas: Option<i32>) -> Foo {
     Foo {
-        metadata: Meta { name: "test".into(), namespace: Some("default".into()), uid: "uid-foo".into(), generation: None },
+        metadata: Meta {
+            name: "test".into(),
+            namespace: Some("default".into()),
+            uid: "uid-foo".into(),
+            generation: None,
+        },
         spec: FooSpec { deployment_name: deployment_name.map(Into::into), replicas },
     }
 }
@@ -115,7 +120,8 @@ fn invalid_deployment_name_is_a_warning_without_retry() {
 
 #[test]
 fn the_json_boundary_parses_and_serialises_like_the_plugin() {
-    let primary = r#"{"metadata":{"name":"test","namespace":"default","uid":"u"},"spec":{"deploymentName":"test","replicas":2}}"#;
+    let primary =
+        r#"{"metadata":{"name":"test","namespace":"default","uid":"u"},"spec":{"deploymentName":"test","replicas":2}}"#;
     let (apply, status) = reconcile_json(primary, &|_, _| None).expect("ok");
     assert_eq!(status, r#"{"availableReplicas":0}"#);
     assert!(apply[0].contains(r#""replicas":2"#));

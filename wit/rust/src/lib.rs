@@ -44,9 +44,9 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use serde_json;
 #[cfg(feature = "k8s-openapi")]
 pub use k8s_openapi;
+pub use serde_json;
 
 /// A group/version/kind (`""` is the core group).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -190,7 +190,8 @@ impl Outcome {
     }
     /// Adds a server-side apply intent (any serialisable object with apiVersion, kind, metadata.name).
     pub fn apply<T: Serialize>(mut self, object: &T) -> Result<Self, Failure> {
-        let text = serde_json::to_string(object).map_err(|e| Failure::permanent(format!("cannot serialise an intent: {e}")))?;
+        let text = serde_json::to_string(object)
+            .map_err(|e| Failure::permanent(format!("cannot serialise an intent: {e}")))?;
         self.apply.push(text);
         Ok(self)
     }
@@ -201,7 +202,10 @@ impl Outcome {
     }
     /// Sets the primary's status (the value of its `status` field).
     pub fn status<T: Serialize>(mut self, status: &T) -> Result<Self, Failure> {
-        self.status = Some(serde_json::to_string(status).map_err(|e| Failure::permanent(format!("cannot serialise the status: {e}")))?);
+        self.status = Some(
+            serde_json::to_string(status)
+                .map_err(|e| Failure::permanent(format!("cannot serialise the status: {e}")))?,
+        );
         Ok(self)
     }
     /// Adds an event.
@@ -273,7 +277,10 @@ impl Context {
         self.owned
             .iter()
             .filter_map(|t| serde_json::from_str::<Value>(t).ok())
-            .filter(|v| v.get("kind").and_then(Value::as_str) == Some(K::KIND) && v.get("apiVersion").and_then(Value::as_str) == Some(K::API_VERSION))
+            .filter(|v| {
+                v.get("kind").and_then(Value::as_str) == Some(K::KIND)
+                    && v.get("apiVersion").and_then(Value::as_str) == Some(K::API_VERSION)
+            })
             .filter_map(|v| serde_json::from_value(v).ok())
             .collect()
     }
@@ -339,7 +346,11 @@ pub fn __info<R: Reconciler>() -> bindings::PluginInfo {
 
 #[doc(hidden)]
 pub fn __reconcile<R: Reconciler>(req: bindings::Request) -> Result<bindings::Outcome, bindings::Failure> {
-    let to_failure = |f: Failure| bindings::Failure { message: f.message, events: f.events.into_iter().map(Event::wit).collect(), retry: f.retry };
+    let to_failure = |f: Failure| bindings::Failure {
+        message: f.message,
+        events: f.events.into_iter().map(Event::wit).collect(),
+        retry: f.retry,
+    };
     let primary: R::Primary = serde_json::from_str(&req.primary)
         .map_err(|e| to_failure(Failure::permanent(format!("the primary object does not parse: {e}"))))?;
     let ctx = Context { owned: req.owned };
