@@ -162,3 +162,46 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    /// Whatever the plugin returns, an outcome the fence accepts only writes declared kinds, in the
+    /// primary's namespace, to objects that do not exist or that the primary controls.
+    #[test]
+    fn the_fence_never_lets_through_a_forbidden_write(
+        intents in proptest::collection::vec(
+            (
+                prop::sample::select(vec!["apps/v1", "v1", "batch/v1", "apps/v2"]),
+                prop::sample::select(vec!["Deployment", "ConfigMap", "Namespace", "Job"]),
+                proptest::option::of(prop::sample::select(vec!["ns", "other", ""])),
+                prop::sample::select(vec!["a", "b", "c"]),
+            ),
+            0..6,
+        ),
+        owner in prop::sample::select(vec![None, Some("uid-1"), Some("uid-2")]),
+    ) {
+        let texts: Vec<String> = intents
+            .iter()
+            .map(|(api, kind, ns, name)| {
+                let mut meta = serde_json::Map::new();
+                meta.insert("name".into(), json!(name));
+                if let Some(ns) = ns { meta.insert("namespace".into(), json!(ns)); }
+                json!({ "apiVersion": api, "kind": kind, "metadata": meta }).to_string()
+            })
+            .collect();
+        let observed = owner.map(owned_by);
+        let Ok(o) = decode(raw(texts), &OutcomeLimits::default()) else { return Ok(()) };
+        let info = info();
+        let namespaced = |g: &Gvk| g.kind != "Namespace";
+        let obs = move |_: &Gvk, _: Option<&str>, _: &str| observed.clone();
+        let ctx = FenceContext { info: &info, primary_namespace: Some("ns"), primary_uid: "uid-1", namespaced: &namespaced, observed: &obs };
+        if let Ok(ns) = fence(&o, &ctx) {
+            for (i, n) in o.apply.iter().zip(&ns.apply) {
+                prop_assert!(info.owns.contains(&i.gvk), "undeclared {}", i.gvk);
+                prop_assert_eq!(n.as_deref(), Some("ns"));
+            }
+            if !o.apply.is_empty() {
+                prop_assert!(owner.is_none() || owner == Some("uid-1"), "wrote over an object controlled by {:?}", owner);
+            }
+        }
+    }
+}
