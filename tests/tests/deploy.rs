@@ -216,11 +216,7 @@ async fn only_the_leader_writes_and_the_standby_takes_over() -> anyhow::Result<(
 
 #[tokio::test(flavor = "multi_thread")]
 async fn metrics_and_probes_answer_as_documented() -> anyhow::Result<()> {
-    let plane = ControlPlane::shared(Mode::Api)?;
-    let ns = plane.namespace("metrics")?;
-    let dir = plugins::folder(&[("guest-foo.wasm", plugins::GUEST_FOO)])?;
-    let host = host(plane, &dir, &[&format!("--namespace={ns}")])?;
-    let client = plane.client().await?;
+    let Env { ns, host, client, .. } = guest_foo_env("metrics", Mode::Api).await?;
     create_foo(&client, &ns, "m", "m", Some(1)).await?;
     foo_status_where(&client, &ns, "m", "status", |s| s["availableReplicas"] == 0).await?;
 

@@ -5,7 +5,7 @@ mod common;
 use common::*;
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{Api, DeleteParams, PostParams};
-use kwop_tests::{plugins, wait, ControlPlane, Mode};
+use kwop_tests::{plugins, ControlPlane, Mode};
 use serde_json::json;
 use std::time::Duration;
 
@@ -17,11 +17,7 @@ fn owner_is(d: &Deployment, foo_uid: &str) -> bool {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_foo_gets_its_deployment_scales_reports_status_and_is_garbage_collected() -> anyhow::Result<()> {
-    let plane = ControlPlane::shared(Mode::Full)?;
-    let ns = plane.namespace("foo-lifecycle")?;
-    let dir = plugins::folder(&[("guest-foo.wasm", plugins::GUEST_FOO)])?;
-    let host = host(plane, &dir, &[&format!("--namespace={ns}")])?;
-    let client = plane.client().await?;
+    let Env { ns, host, client, .. } = guest_foo_env("foo-lifecycle", Mode::Full).await?;
 
     let foo = create_foo(&client, &ns, "example-foo", "example-foo", Some(1)).await?;
     let uid = foo.metadata.uid.clone().unwrap_or_default();
@@ -51,11 +47,7 @@ async fn a_foo_gets_its_deployment_scales_reports_status_and_is_garbage_collecte
 
     // Deleting the Foo lets the garbage collector delete the Deployment.
     foos(&client, &ns).delete("example-foo", &DeleteParams::foreground()).await?;
-    let deployments: Api<Deployment> = Api::namespaced(client.clone(), &ns);
-    wait::until("the Deployment to be garbage-collected", Duration::from_secs(60), || async {
-        Ok(deployments.get_opt("example-foo").await.map_err(|e| e.to_string())?.is_none().then_some(()))
-    })
-    .await?;
+    deployment_gone(&client, &ns, "example-foo", "the Deployment to be garbage-collected").await?;
     assert_eq!(host.metric("kwop_plugin_errors_total", &[])?, 0.0);
     Ok(())
 }
@@ -127,11 +119,7 @@ async fn a_resync_of_an_in_sync_world_writes_nothing() -> anyhow::Result<()> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_invalid_foo_gets_a_clear_warning_and_nothing_is_created() -> anyhow::Result<()> {
-    let plane = ControlPlane::shared(Mode::Api)?;
-    let ns = plane.namespace("foo-invalid")?;
-    let dir = plugins::folder(&[("guest-foo.wasm", plugins::GUEST_FOO)])?;
-    let host = host(plane, &dir, &[&format!("--namespace={ns}")])?;
-    let client = plane.client().await?;
+    let Env { ns, host, client, .. } = guest_foo_env("foo-invalid", Mode::Api).await?;
     create_foo(&client, &ns, "no-name", "", Some(1)).await?;
     create_foo(&client, &ns, "bad-name", "Not_A_DNS_Name", Some(1)).await?;
     let ev = event_with_reason(&client, &ns, "no-name", "InvalidSpec").await?;

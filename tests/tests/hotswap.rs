@@ -32,11 +32,7 @@ async fn wait_version(port: u16, version: &str) -> anyhow::Result<()> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn swapping_v1_to_v2_under_load_converges_every_object_without_errors() -> anyhow::Result<()> {
-    let plane = ControlPlane::shared(Mode::Api)?;
-    let ns = plane.namespace("swap-load")?;
-    let dir = plugins::folder(&[("guest-foo.wasm", plugins::GUEST_FOO)])?;
-    let host = host(plane, &dir, &[&format!("--namespace={ns}")])?;
-    let client = plane.client().await?;
+    let Env { ns, dir, host, client, .. } = guest_foo_env("swap-load", Mode::Api).await?;
 
     // 200 Foos created and updated continuously while the plugin is swapped.
     let writer = {
@@ -81,11 +77,7 @@ async fn swapping_v1_to_v2_under_load_converges_every_object_without_errors() ->
 
 #[tokio::test(flavor = "multi_thread")]
 async fn corrupt_and_wrong_world_files_are_rejected_and_the_last_good_version_keeps_running() -> anyhow::Result<()> {
-    let plane = ControlPlane::shared(Mode::Api)?;
-    let ns = plane.namespace("swap-bad")?;
-    let dir = plugins::folder(&[("guest-foo.wasm", plugins::GUEST_FOO)])?;
-    let host = host(plane, &dir, &[&format!("--namespace={ns}")])?;
-    let client = plane.client().await?;
+    let Env { ns, dir, host, client, .. } = guest_foo_env("swap-bad", Mode::Api).await?;
 
     let good = std::fs::read(plugins::GUEST_FOO)?;
     let truncated = dir.join(".truncated");
@@ -160,11 +152,7 @@ async fn a_configmap_style_data_symlink_swap_is_picked_up() -> anyhow::Result<()
 
 #[tokio::test(flavor = "multi_thread")]
 async fn removing_a_plugin_stops_its_controller_and_deletes_nothing() -> anyhow::Result<()> {
-    let plane = ControlPlane::shared(Mode::Api)?;
-    let ns = plane.namespace("swap-remove")?;
-    let dir = plugins::folder(&[("guest-foo.wasm", plugins::GUEST_FOO)])?;
-    let host = host(plane, &dir, &[&format!("--namespace={ns}")])?;
-    let client = plane.client().await?;
+    let Env { ns, dir, host, client, .. } = guest_foo_env("swap-remove", Mode::Api).await?;
     create_foo(&client, &ns, "stays", "stays", Some(1)).await?;
     deployment_where(&client, &ns, "stays", "Deployment", |_| true).await?;
 

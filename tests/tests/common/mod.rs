@@ -131,3 +131,31 @@ pub fn apiserver_writes(plane: &ControlPlane, resources: &[&str]) -> anyhow::Res
     }
     Ok(total)
 }
+
+/// The usual setup: the shared plane in `mode`, a fresh namespace, a folder holding guest-foo, a
+/// host watching only that namespace, and an admin client.
+pub struct Env {
+    pub plane: &'static ControlPlane,
+    pub ns: String,
+    pub dir: std::path::PathBuf,
+    pub host: Host,
+    pub client: Client,
+}
+
+pub async fn guest_foo_env(test: &str, mode: kwop_tests::Mode) -> anyhow::Result<Env> {
+    let plane = ControlPlane::shared(mode)?;
+    let ns = plane.namespace(test)?;
+    let dir = kwop_tests::plugins::folder(&[("guest-foo.wasm", kwop_tests::plugins::GUEST_FOO)])?;
+    let host = host(plane, &dir, &[&format!("--namespace={ns}")])?;
+    let client = plane.client().await?;
+    Ok(Env { plane, ns, dir, host, client })
+}
+
+/// Waits until a Deployment is gone.
+pub async fn deployment_gone(client: &Client, ns: &str, name: &str, what: &str) -> anyhow::Result<()> {
+    let api: Api<Deployment> = Api::namespaced(client.clone(), ns);
+    wait::until(what, Duration::from_secs(90), || async {
+        Ok(api.get_opt(name).await.map_err(|e| e.to_string())?.is_none().then_some(()))
+    })
+    .await
+}
