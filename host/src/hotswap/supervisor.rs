@@ -220,14 +220,17 @@ impl Supervisor {
             }
             None => {}
         }
-        match Controller::start(self.shared.clone(), file.to_string(), plugin).await {
+        match Controller::start(self.shared.clone(), file.to_string(), plugin.clone()).await {
             Ok(c) => {
                 slot.controller = Some(c);
                 slot.start_error = None;
             }
             Err(e) => {
                 tracing::error!(file, "cannot start controller (retrying every {}s): {e}", RETRY.as_secs());
-                self.shared.health.set_rejected(file, e.to_string());
+                // Listed, not synced: the host is not ready while a plugin cannot run.
+                let mut status = status_of(file, &plugin);
+                status.last_error = Some(e.to_string());
+                self.shared.health.set_plugin(file, status);
                 slot.start_error = Some(e.to_string());
             }
         }
