@@ -117,7 +117,14 @@ async fn deploy_applies_and_its_service_account_is_enough_and_no_more() -> anyho
         plane,
         &kc,
         &dir,
-        &["--leader-elect", "--leader-election-namespace=kwop-system", "--leader-election-id=kwop-sa-test"],
+        // Scoped to this test's namespace: other tests in this binary share the cluster and
+        // count their own host's writes.
+        &[
+            "--leader-elect",
+            "--leader-election-namespace=kwop-system",
+            "--leader-election-id=kwop-sa-test",
+            &format!("--namespace={ns}"),
+        ],
         true,
     )?;
     let client = plane.client().await?;
