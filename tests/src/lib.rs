@@ -9,6 +9,7 @@
 //!   namespace. Every process is killed when the test binary exits, even on panic or Ctrl-C
 //!   (`PR_SET_PDEATHSIG` from a keeper thread that lives as long as the process).
 
+pub mod bench;
 pub mod certs;
 pub mod host;
 pub mod plane;

@@ -1,0 +1,85 @@
+//! 1. Plugin call cost (criterion): guest-foo reconciling a realistic Foo whose Deployment exists.
+//!
+//! - `rust_native`: guest-foo compiled natively, with the same JSON work at the boundary as the
+//!   plugin (`guest_foo::reconcile_json`: parse the primary, read the Deployment as JSON text from
+//!   the cache and parse it, print the intent and the status);
+//! - `rust_wasm_fresh`: what kwop does per reconcile — a fresh instance from the pooling allocator,
+//!   call, drop;
+//! - `rust_wasm_reused`: the same component, one instance kept across calls;
+//! - the same two for the C, JS and Python ports when their components have been built
+//!   (`guest-foo/{c,js,python}/build.sh`; skipped otherwise).
+//!
+//! `cargo bench -p kwop-tests --bench plugin_call` (scripts/bench runs it and puts the medians in
+//! BENCHMARKS.md).
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use kwop::kinds::Gvk;
+use kwop::plugin::{wit, CacheView};
+use kwop_tests::bench::calls;
+use std::hint::black_box;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+fn native(req: &wit::Request, cache: &Arc<dyn CacheView>, gvk: &Gvk) -> (Vec<String>, String) {
+    let lookup = |ns: &str, name: &str| cache.get(gvk, Some(ns), name);
+    match guest_foo::reconcile_json(&req.primary, &lookup) {
+        Ok(r) => r,
+        Err(_) => panic!("guest-foo failed natively"),
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    let engine = calls::engine().expect("engine");
+    let req = calls::request();
+    let cache = calls::cache();
+    let gvk = Gvk { group: "apps".into(), version: "v1".into(), kind: "Deployment".into() };
+    let (apply, status) = native(&req, &cache, &gvk);
+    calls::check_outcome(&apply, Some(&status)).expect("native outcome");
+
+    let mut g = c.benchmark_group("plugin_call");
+    g.bench_function("rust_native", |b| b.iter(|| black_box(native(black_box(&req), &cache, &gvk))));
+
+    let root = kwop_tests::repo_root();
+    let guests = [
+        ("rust", std::path::PathBuf::from(kwop_tests::plugins::GUEST_FOO)),
+        ("c", root.join("guest-foo/c/dist/foo.wasm")),
+        ("js", root.join("guest-foo/js/dist/foo.wasm")),
+        ("python", root.join("guest-foo/python/dist/foo.wasm")),
+    ];
+    for (lang, path) in guests {
+        if !Path::new(&path).is_file() {
+            eprintln!("plugin_call: no {lang} guest at {} (skipped)", path.display());
+            continue;
+        }
+        let plugin = match calls::load(&engine, &path) {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("plugin_call: {lang} guest does not load ({e:#}); skipped");
+                continue;
+            }
+        };
+        let first = plugin.reconcile(&req, "default/example-foo".into(), cache.clone());
+        if let Err(e) = first.as_ref().map_err(|e| anyhow::anyhow!("{e}")).and_then(calls::check_raw) {
+            eprintln!("plugin_call: {lang} guest gives an unexpected outcome ({e:#}); skipped");
+            continue;
+        }
+        // Interpreted guests take milliseconds per fresh instance: fewer samples.
+        g.sample_size(if matches!(lang, "js" | "python") { 20 } else { 100 });
+        g.bench_function(format!("{lang}_wasm_fresh"), |b| {
+            b.iter(|| black_box(plugin.reconcile(black_box(&req), "default/example-foo".into(), cache.clone())))
+        });
+        let mut session = plugin.session().expect("instance");
+        g.bench_function(format!("{lang}_wasm_reused"), |b| {
+            b.iter(|| black_box(session.reconcile(black_box(&req), cache.clone())))
+        });
+    }
+    g.finish();
+}
+
+fn config() -> Criterion {
+    Criterion::default().warm_up_time(Duration::from_secs(2)).measurement_time(Duration::from_secs(5))
+}
+
+criterion_group! { name = benches; config = config(); targets = bench }
+criterion_main!(benches);

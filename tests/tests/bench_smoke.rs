@@ -1,0 +1,136 @@
+//! The benchmark harness at a tiny scale (issue 9), so it cannot rot between benchmark runs:
+//! every measurement of `scripts/bench` runs once with a handful of objects, with the debug kwop,
+//! and must produce sensible numbers — and kwop must write nothing while in sync.
+//! The figures themselves mean nothing here; BENCHMARKS.md has the real ones.
+
+use kwop::kinds::Gvk;
+use kwop_tests::bench::{self, calls, report, scenarios, Config, Driver, Results};
+use kwop_tests::plugins;
+use std::path::PathBuf;
+
+const KWOP: &str = env!("CARGO_BIN_EXE_kwop-host");
+
+fn config() -> Config {
+    let work = bench::target_dir().join("bench-smoke");
+    std::fs::create_dir_all(&work).expect("work folder");
+    Config::smoke(PathBuf::from(KWOP), work)
+}
+
+#[test]
+fn plugin_call_cost_wasm_fresh_reused_and_native() -> anyhow::Result<()> {
+    let engine = calls::engine()?;
+    let plugin = calls::load(&engine, std::path::Path::new(plugins::GUEST_FOO))?;
+    let (req, cache) = (calls::request(), calls::cache());
+    calls::check_raw(&plugin.reconcile(&req, "default/example-foo".into(), cache.clone())?)?;
+    let mut session = plugin.session()?;
+    calls::check_raw(&session.reconcile(&req, cache.clone())?)?;
+    let gvk = Gvk::new("apps", "v1", "Deployment");
+    let native = || {
+        let lookup = |ns: &str, name: &str| cache.get(&gvk, Some(ns), name);
+        guest_foo::reconcile_json(&req.primary, &lookup).unwrap_or_default()
+    };
+    let (apply, status) = native();
+    calls::check_outcome(&apply, Some(&status))?;
+
+    let fresh = calls::time_per_call(3, 20, || {
+        std::hint::black_box(plugin.reconcile(&req, "default/example-foo".into(), cache.clone()).is_ok());
+    });
+    let reused = calls::time_per_call(3, 20, || {
+        std::hint::black_box(session.reconcile(&req, cache.clone()).is_ok());
+    });
+    let nat = calls::time_per_call(3, 200, || {
+        std::hint::black_box(native());
+    });
+    eprintln!("fresh {fresh:.0} ns, reused {reused:.0} ns, native {nat:.0} ns");
+    assert!(fresh > 0.0 && reused > 0.0 && nat > 0.0);
+    // Instantiating costs something on top of the call itself.
+    assert!(fresh > reused, "a fresh instance ({fresh} ns) should cost more than a reused one ({reused} ns)");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 10)]
+async fn every_benchmark_runs_at_a_tiny_scale() -> anyhow::Result<()> {
+    let cfg = config();
+    // Each scenario has its own control plane: run them side by side (figures are meaningless
+    // here anyway), each on its own task so blocking start-ups do not serialise them.
+    let n = cfg.conv_sizes[0];
+    let conv: Vec<_> = [Driver::Floor, Driver::FloorSsa, Driver::Kwop, Driver::SampleController]
+        .into_iter()
+        .map(|d| {
+            let cfg = cfg.clone();
+            tokio::spawn(async move { scenarios::convergence_run(&cfg, d, n).await })
+        })
+        .collect();
+    let steady = tokio::spawn({
+        let cfg = cfg.clone();
+        async move { scenarios::steady(&cfg).await }
+    });
+    let memory = tokio::spawn({
+        let cfg = cfg.clone();
+        async move { scenarios::memory(&cfg).await }
+    });
+    let many = tokio::spawn({
+        let cfg = cfg.clone();
+        async move { scenarios::many(&cfg).await }
+    });
+    let hotswap = tokio::spawn({
+        let cfg = cfg.clone();
+        async move { scenarios::hotswap(&cfg).await }
+    });
+    let mut r = Results {
+        date: "smoke".into(),
+        command: "bench_smoke".into(),
+        machine: bench::machine(),
+        ..Results::default()
+    };
+    for c in conv {
+        r.convergence.push(c.await??);
+    }
+    r.steady = steady.await??;
+    (r.memory, r.memory_build) = memory.await??;
+    r.many = Some(many.await??);
+    r.hotswap = Some(hotswap.await??);
+
+    // 2. Convergence: one run per driver, each positive.
+    for d in [Driver::Floor, Driver::FloorSsa, Driver::Kwop, Driver::SampleController] {
+        let runs: Vec<_> = r.convergence.iter().filter(|c| c.driver == d).collect();
+        assert_eq!(runs.len(), 1, "{d:?}");
+        assert!(runs[0].seconds > 0.0 && runs[0].create_seconds > 0.0, "{:?}", runs[0]);
+        assert!(runs[0].writes >= 2.0 * runs[0].n as f64, "at least a create and a status per Foo: {:?}", runs[0]);
+        if matches!(d, Driver::Kwop | Driver::SampleController) {
+            assert!(runs[0].controller_cpu_s > 0.0 && runs[0].controller_peak_rss > 0, "{:?}", runs[0]);
+        }
+    }
+    // 3. Steady state: kwop resynced several times and wrote nothing; sample-controller wrote.
+    let kw = r.steady.iter().find(|s| s.driver == Driver::Kwop).expect("kwop steady run");
+    assert_eq!(kw.total, 0.0, "kwop wrote while in sync: {:?}", kw.writes);
+    assert_eq!(kw.startup_writes, 0.0, "kwop wrote at start-up of an in-sync world");
+    assert!(kw.reconciles.unwrap_or(0.0) >= 2.0 * kw.n as f64, "kwop resynced: {kw:?}");
+    let sc = r.steady.iter().find(|s| s.driver == Driver::SampleController).expect("sample-controller run");
+    assert!(sc.total + sc.startup_writes > 0.0, "sample-controller updates the status at every sync: {sc:?}");
+    // 4. Memory: both controllers measured at every size.
+    assert_eq!(r.memory.len(), 2 * (1 + cfg.mem_sizes.len()));
+    assert!(r.memory.iter().all(|m| m.rss > 0 && m.pss > 0), "{:?}", r.memory);
+    // 5. Many plugins.
+    let m = r.many.as_ref().expect("many");
+    assert!(m.kwop_converged, "every plugin converged its Foos");
+    assert!(m.kwop_rss > 0 && m.kwop_one_rss > 0 && m.sc_one_rss > 0 && m.sc_rss_total > m.sc_one_rss, "{m:?}");
+    // 6. Hot swap.
+    let h = r.hotswap.as_ref().expect("hot swap");
+    assert_eq!((h.warm_s.len(), h.cold_s.len()), (cfg.swaps_warm, cfg.swaps_cold));
+    assert!(h.warm_s.iter().chain(&h.cold_s).all(|s| *s > 0.0 && *s < 60.0), "{h:?}");
+
+    // The report renders every section and the plot.
+    let md = report::markdown(&r, Some("plot.svg"));
+    for section in ["### 2.", "### 3.", "### 4.", "### 5.", "### 6.", "### 7."] {
+        assert!(md.contains(section), "missing {section} in\n{md}");
+    }
+    let svg = report::plot(&r);
+    assert!(svg.starts_with("<svg") && svg.contains("polyline"), "{svg}");
+    // Left for a look: target/bench-smoke/results.{md,svg}.
+    std::fs::write(cfg.work.join("results.md"), &md)?;
+    std::fs::write(cfg.work.join("results.svg"), &svg)?;
+    let doc = report::splice("# Benchmarks\n\nintro\n\n", &md);
+    assert_eq!(report::splice(&doc, &md), doc, "splicing twice is stable");
+    Ok(())
+}
