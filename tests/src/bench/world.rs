@@ -86,7 +86,7 @@ pub async fn warm_up(client: &Client, ns: &str) -> Result<()> {
     let foos: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &foo_resource(FOO_GROUP));
     foos.create(&dry, &foo_object(FOO_GROUP, usize::MAX)).await?;
     let deps: Api<Deployment> = Api::namespaced(client.clone(), ns);
-    deps.create(&dry, &deployment_for(0, "00000000-0000-0000-0000-000000000000")?).await?;
+    deps.create(&dry, &deployment_for(usize::MAX, "00000000-0000-0000-0000-000000000000")?).await?;
     Ok(())
 }
 
