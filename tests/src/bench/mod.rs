@@ -116,7 +116,8 @@ impl Config {
             steady_n: 8,
             steady_window_s: 4,
             steady_resync_s: 1,
-            mem_sizes: vec![20],
+            // Two sizes: the world grows twice, as in the full run.
+            mem_sizes: vec![5, 20],
             many: 2,
             many_foos: 2,
             swaps_warm: 4,
