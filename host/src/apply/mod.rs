@@ -68,8 +68,42 @@ pub struct Applier {
 
 fn hash_of(v: &Value) -> String {
     use sha2::{Digest, Sha256};
-    // serde_json maps keep keys sorted (no preserve_order feature), so this is canonical.
-    hex::encode(&Sha256::digest(v.to_string().as_bytes())[..12])
+    let mut text = String::new();
+    canonical(v, &mut text);
+    hex::encode(&Sha256::digest(text.as_bytes())[..12])
+}
+
+/// JSON with object keys sorted: maps keep insertion order (serde_json's `preserve_order`, which
+/// the host enables because it halves the memory of cached objects), and the same intent
+/// written in another key order must hash the same.
+fn canonical(v: &Value, out: &mut String) {
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(k.clone()).to_string());
+                out.push(':');
+                canonical(&m[k], out);
+            }
+            out.push('}');
+        }
+        Value::Array(a) => {
+            out.push('[');
+            for (i, x) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                canonical(x, out);
+            }
+            out.push(']');
+        }
+        scalar => out.push_str(&scalar.to_string()),
+    }
 }
 
 impl Applier {
@@ -222,5 +256,25 @@ impl Applier {
         name: &str,
     ) -> Result<Option<DynamicObject>, kube::Error> {
         self.api(r, namespace).get_opt(name).await
+    }
+}
+
+#[cfg(test)]
+mod hash_tests {
+    use super::*;
+
+    #[test]
+    fn the_intent_hash_ignores_key_order_and_equals_the_sorted_text() {
+        let a: Value = serde_json::from_str(r#"{"b":1,"a":{"d":[1,{"z":"é\"","y":2.5}],"c":null}}"#).expect("json");
+        let b: Value = serde_json::from_str(r#"{"a":{"c":null,"d":[1,{"y":2.5,"z":"é\""}]},"b":1}"#).expect("json");
+        assert_eq!(hash_of(&a), hash_of(&b));
+        // The same text as before maps kept their insertion order: hashes written by earlier
+        // versions still match.
+        use sha2::{Digest, Sha256};
+        let sorted = r#"{"a":{"c":null,"d":[1,{"y":2.5,"z":"é\""}]},"b":1}"#;
+        assert_eq!(hash_of(&a), hex::encode(&Sha256::digest(sorted.as_bytes())[..12]));
+        let mut other = b.clone();
+        other["b"] = serde_json::json!(2);
+        assert_ne!(hash_of(&a), hash_of(&other));
     }
 }

@@ -80,6 +80,11 @@ pub enum StartError {
     Discovery(#[from] crate::watch::discovery::DiscoveryError),
 }
 
+/// Events being published at once per plugin (beyond that, reconciles wait: back-pressure).
+const EVENTS_IN_FLIGHT: usize = 64;
+/// How long a stopping controller waits for its pending events.
+const EVENT_FLUSH: Duration = Duration::from_secs(5);
+
 pub(crate) struct Inner {
     pub(crate) file: String,
     pub(crate) plugin: ArcSwap<LoadedPlugin>,
@@ -87,7 +92,11 @@ pub(crate) struct Inner {
     pub(crate) primary: Arc<KindCache>,
     pub(crate) queue: Arc<Queue<ObjectKey>>,
     pub(crate) applier: Applier,
-    pub(crate) events: EventSink,
+    pub(crate) events: Arc<EventSink>,
+    /// Events are published off the reconcile path (like client-go's broadcaster), at most
+    /// [`EVENTS_IN_FLIGHT`] at once; a reconcile waits only when that many are pending.
+    pub(crate) event_slots: Arc<Semaphore>,
+    pub(crate) event_tasks: TaskTracker,
     pub(crate) shared: Arc<Shared>,
     pub(crate) stop: CancellationToken,
     pacer: std::sync::Mutex<Option<CancellationToken>>,
@@ -122,7 +131,13 @@ impl Controller {
         let inner = Arc::new(Inner {
             file: file.clone(),
             applier: Applier::new(shared.client.clone(), info.field_manager()),
-            events: EventSink::new(shared.client.clone(), info.field_manager(), shared.config.instance.clone()),
+            events: Arc::new(EventSink::new(
+                shared.client.clone(),
+                info.field_manager(),
+                shared.config.instance.clone(),
+            )),
+            event_slots: Arc::new(Semaphore::new(EVENTS_IN_FLIGHT)),
+            event_tasks: TaskTracker::new(),
             plugin: ArcSwap::new(plugin.clone()),
             caches,
             primary,
@@ -184,6 +199,11 @@ impl Controller {
         self.workers.wait().await;
         self.tasks.close();
         self.tasks.wait().await;
+        // Pending events are still sent; an unreachable API server does not hold up the stop.
+        self.inner.event_tasks.close();
+        if tokio::time::timeout(EVENT_FLUSH, self.inner.event_tasks.wait()).await.is_err() {
+            tracing::warn!(file = %self.inner.file, "events still pending after {EVENT_FLUSH:?}; dropped");
+        }
         remove_info(&self.inner.shared, &self.inner.file, &plugin);
         self.inner.shared.metrics.queue_depth.remove(&Metrics::plugin(&plugin.info.name));
         tracing::info!(plugin = %plugin.info.name, file = %self.inner.file, "controller stopped");

@@ -11,6 +11,7 @@ use crate::telemetry::Metrics;
 use crate::watch::ObjectKey;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::DynamicObject;
+use kube::Resource;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tracing::Instrument;
@@ -300,11 +301,23 @@ impl Inner {
         if events.is_empty() {
             return;
         }
-        let n = self.events.record(primary, &self.primary.resolved.resource, events, wrote).await;
-        if n > 0 {
-            let name = self.plugin.load().info.name.clone();
-            self.shared.metrics.events.get_or_create(&Metrics::plugin(&name)).inc_by(n as u64);
+        let selected = self.events.select(primary, events, wrote);
+        if selected.is_empty() {
+            return;
         }
+        let Ok(slot) = self.event_slots.clone().acquire_owned().await else {
+            return; // closed: never happens (the semaphore is never closed)
+        };
+        let reference = primary.object_ref(&self.primary.resolved.resource);
+        let (sink, metrics) = (self.events.clone(), self.shared.metrics.clone());
+        let plugin = self.plugin.load().info.name.clone();
+        self.event_tasks.spawn(async move {
+            let n = sink.publish(&reference, &selected).await;
+            if n > 0 {
+                metrics.events.get_or_create(&Metrics::plugin(&plugin)).inc_by(n as u64);
+            }
+            drop(slot);
+        });
     }
 }
 

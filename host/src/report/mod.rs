@@ -6,9 +6,10 @@
 
 use crate::outcome::{EventSpec, Severity};
 use crate::watch::ObjectKey;
+use k8s_openapi::api::core::v1::ObjectReference;
 use kube::api::DynamicObject;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
-use kube::{Client, Resource};
+use kube::Client;
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -36,26 +37,16 @@ impl EventSink {
         EventSink { recorder: Recorder::new(client, reporter), recent: Mutex::new(HashMap::new()) }
     }
 
-    /// Records `events` on `primary` following the policy above. Failures are logged, never
-    /// returned: an event is never a reason to fail or retry a reconcile. Returns how many were
-    /// published.
-    pub async fn record(
-        &self,
-        primary: &DynamicObject,
-        resource: &kube::core::ApiResource,
-        events: &[EventSpec],
-        wrote: bool,
-    ) -> usize {
+    /// The events of `events` that the policy above lets through, ready to publish.
+    pub fn select(&self, primary: &DynamicObject, events: &[EventSpec], wrote: bool) -> Vec<Event> {
         let key = ObjectKey::of(primary);
-        let mut published = 0;
-        for e in events {
-            if e.severity == Severity::Normal && !wrote {
-                continue;
-            }
-            if e.severity == Severity::Warning && !self.first_in_window(&key, e) {
-                continue;
-            }
-            let ev = Event {
+        events
+            .iter()
+            .filter(|e| match e.severity {
+                Severity::Normal => wrote,
+                Severity::Warning => self.first_in_window(&key, e),
+            })
+            .map(|e| Event {
                 type_: match e.severity {
                     Severity::Normal => EventType::Normal,
                     Severity::Warning => EventType::Warning,
@@ -64,13 +55,22 @@ impl EventSink {
                 note: Some(e.message.clone()),
                 action: "Reconcile".into(),
                 secondary: None,
-            };
-            let reference = primary.object_ref(resource);
-            match self.recorder.publish(&ev, &reference).await {
+            })
+            .collect()
+    }
+
+    /// Publishes events selected by [`EventSink::select`]. Failures are logged, never returned:
+    /// an event is never a reason to fail or retry a reconcile. Returns how many were published.
+    pub async fn publish(&self, reference: &ObjectReference, events: &[Event]) -> usize {
+        let mut published = 0;
+        for ev in events {
+            match self.recorder.publish(ev, reference).await {
                 Ok(()) => published += 1,
-                Err(err) => {
-                    tracing::warn!(object = %key, reason = %e.reason, "could not record event: {err}")
-                }
+                Err(err) => tracing::warn!(
+                    object = %format!("{}/{}", reference.namespace.as_deref().unwrap_or(""), reference.name.as_deref().unwrap_or("")),
+                    reason = %ev.reason,
+                    "could not record event: {err}"
+                ),
             }
         }
         published

@@ -10,9 +10,9 @@ use kube::api::{Api, DynamicObject, TypeMeta};
 use kube::runtime::reflector::{store::Writer, ObjectRef, Store};
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Client, ResourceExt};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// A cached kind.
 pub struct KindCache {
@@ -24,6 +24,52 @@ pub struct KindCache {
     pub synced: AtomicBool,
     /// The watch is currently connected (false while the API server is unreachable).
     pub healthy: AtomicBool,
+    /// Objects by the uid of their controller, so a reconcile finds what its primary owns
+    /// without scanning the whole store (which made every reconcile O(cached objects)).
+    owners: Mutex<OwnerIndex>,
+}
+
+/// controller uid → keys of the objects it controls, and the reverse, to move an object whose
+/// controller changes.
+#[derive(Default)]
+struct OwnerIndex {
+    by_owner: HashMap<String, HashSet<ObjectKey>>,
+    owner_of: HashMap<ObjectKey, String>,
+}
+
+impl OwnerIndex {
+    fn set(&mut self, key: ObjectKey, owner: Option<&str>) {
+        if self.owner_of.get(&key).map(String::as_str) == owner {
+            return;
+        }
+        self.remove(&key);
+        if let Some(uid) = owner {
+            self.by_owner.entry(uid.to_string()).or_default().insert(key.clone());
+            self.owner_of.insert(key, uid.to_string());
+        }
+    }
+
+    fn remove(&mut self, key: &ObjectKey) {
+        if let Some(uid) = self.owner_of.remove(key) {
+            if let Some(set) = self.by_owner.get_mut(&uid) {
+                set.remove(key);
+                if set.is_empty() {
+                    self.by_owner.remove(&uid);
+                }
+            }
+        }
+    }
+
+    fn rebuild<'a>(&mut self, objects: impl Iterator<Item = &'a DynamicObject>) {
+        *self = OwnerIndex::default();
+        for o in objects {
+            self.set(ObjectKey::of(o), controller_uid(o));
+        }
+    }
+}
+
+fn controller_uid(o: &DynamicObject) -> Option<&str> {
+    o.owner_references().iter().find(|r| r.controller == Some(true)).map(|r| r.uid.as_str())
 }
 
 /// What the watch of one kind reports to its controller.
@@ -60,6 +106,7 @@ impl KindCache {
             store: writer.as_reader(),
             synced: AtomicBool::new(false),
             healthy: AtomicBool::new(false),
+            owners: Mutex::new(OwnerIndex::default()),
         });
         let types = TypeMeta { api_version: ar.api_version.clone(), kind: ar.kind.clone() };
         let me = cache.clone();
@@ -82,13 +129,22 @@ impl KindCache {
                     match ev {
                         Ok(ev) => {
                             me.healthy.store(true, Ordering::Relaxed);
+                            // The reflector has already applied the event to the store.
                             match ev {
                                 watcher::Event::Apply(o) | watcher::Event::InitApply(o) => {
+                                    me.owners().set(ObjectKey::of(&o), controller_uid(&o));
                                     Some(WatchEvent::Changed(Arc::new(o), false))
                                 }
-                                watcher::Event::Delete(o) => Some(WatchEvent::Changed(Arc::new(o), true)),
+                                watcher::Event::Delete(o) => {
+                                    me.owners().remove(&ObjectKey::of(&o));
+                                    Some(WatchEvent::Changed(Arc::new(o), true))
+                                }
                                 watcher::Event::Init => None,
                                 watcher::Event::InitDone => {
+                                    // The store was replaced wholesale: objects deleted while the
+                                    // watch was down are gone from it, so rebuild the index too.
+                                    let state = me.store.state();
+                                    me.owners().rebuild(state.iter().map(|o| &**o));
                                     let first = !me.synced.swap(true, Ordering::Relaxed);
                                     Some(WatchEvent::Relisted { first })
                                 }
@@ -104,6 +160,10 @@ impl KindCache {
                 }
             });
         (cache, stream)
+    }
+
+    fn owners(&self) -> std::sync::MutexGuard<'_, OwnerIndex> {
+        self.owners.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// One object.
@@ -143,17 +203,24 @@ impl Caches {
         self.kinds.values().all(|k| k.synced.load(Ordering::Relaxed) && k.healthy.load(Ordering::Relaxed))
     }
 
-    /// Objects of `gvk` in `namespace` whose controller is the object with `uid`.
+    /// Objects of `gvk` in `namespace` whose controller is the object with `uid` (from the
+    /// owner index: cost proportional to what the primary owns, not to the cache size).
     pub fn controlled_by(&self, gvk: &Gvk, namespace: Option<&str>, uid: &str) -> Vec<Arc<DynamicObject>> {
         let Some(k) = self.kinds.get(gvk) else {
             return Vec::new();
         };
-        k.store
-            .state()
-            .into_iter()
-            .filter(|o| o.metadata.namespace.as_deref() == namespace)
-            .filter(|o| o.owner_references().iter().any(|r| r.controller == Some(true) && r.uid == uid))
-            .collect()
+        let keys: Vec<ObjectKey> =
+            k.owners().by_owner.get(uid).map(|s| s.iter().cloned().collect()).unwrap_or_default();
+        let mut out: Vec<Arc<DynamicObject>> = keys
+            .iter()
+            .filter(|key| key.namespace.as_deref() == namespace)
+            .filter_map(|key| k.get(key.namespace.as_deref(), &key.name))
+            // The store may be a step ahead of the index: check the object itself.
+            .filter(|o| controller_uid(o) == Some(uid))
+            .collect();
+        // A stable order, so the plugin's input does not depend on hashing.
+        out.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        out
     }
 }
 
@@ -185,5 +252,51 @@ impl CacheView for Caches {
             .filter(|o| selector.matches(&o.labels().clone()))
             .filter_map(|o| to_json(&o))
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn obj(name: &str, owner: Option<&str>) -> DynamicObject {
+        let mut v = serde_json::json!({ "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": { "name": name, "namespace": "ns" } });
+        if let Some(uid) = owner {
+            v["metadata"]["ownerReferences"] = serde_json::json!([
+                { "apiVersion": "v1", "kind": "X", "name": "x", "uid": "other", "controller": false },
+                { "apiVersion": "v1", "kind": "Foo", "name": "f", "uid": uid, "controller": true }
+            ]);
+        }
+        serde_json::from_value(v).expect("object")
+    }
+
+    fn owned(ix: &OwnerIndex, uid: &str) -> Vec<String> {
+        let mut v: Vec<String> = ix.by_owner.get(uid).into_iter().flatten().map(|k| k.name.clone()).collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn the_owner_index_follows_changes_of_controller_and_deletions() {
+        let mut ix = OwnerIndex::default();
+        for o in [obj("a", Some("u1")), obj("b", Some("u1")), obj("c", None)] {
+            ix.set(ObjectKey::of(&o), controller_uid(&o));
+        }
+        assert_eq!(owned(&ix, "u1"), ["a", "b"]);
+        assert!(!ix.by_owner.contains_key("other"), "only the controller reference counts");
+        // b moves to another controller, then loses it.
+        let b = obj("b", Some("u2"));
+        ix.set(ObjectKey::of(&b), controller_uid(&b));
+        assert_eq!((owned(&ix, "u1"), owned(&ix, "u2")), (vec!["a".to_string()], vec!["b".to_string()]));
+        ix.set(ObjectKey::of(&b), None);
+        assert!(!ix.by_owner.contains_key("u2") && !ix.owner_of.contains_key(&ObjectKey::of(&b)));
+        ix.remove(&ObjectKey::of(&obj("a", None)));
+        assert!(ix.by_owner.is_empty() && ix.owner_of.is_empty());
+        // A relist replaces everything.
+        let world = [obj("d", Some("u3"))];
+        ix.rebuild(world.iter());
+        assert_eq!(owned(&ix, "u3"), ["d"]);
+        assert_eq!(ix.owner_of.len(), 1);
     }
 }

@@ -229,6 +229,10 @@ pub async fn steady(cfg: &Config) -> Result<Vec<SteadyRun>> {
         startup_writes,
     });
     k.stop();
+    if cfg.no_sample_controller {
+        say(format!("  kwop: {} writes, {:.2} s CPU in {window:?}", out[0].total, out[0].cpu_s));
+        return Ok(out);
+    }
 
     say(format!("steady: sample-controller (resync 30s), window {window:?}"));
     let w_start = world::apiserver_writes(&plane)?;
@@ -291,6 +295,10 @@ pub async fn memory(cfg: &Config) -> Result<(Vec<MemoryRun>, Vec<(usize, f64)>)>
         let mem = controllers::sample_memory(&[k.pid()], samples, Duration::from_secs(1)).await;
         out.push(MemoryRun { driver: Driver::Kwop, n, rss: mem.rss, pss: mem.pss, anon: mem.anon, ready_s });
         k.stop();
+        if cfg.no_sample_controller {
+            say(format!("  kwop N={n}: RSS {:.1} MiB (anonymous {:.1} MiB)", mib(mem.rss), mib(mem.anon)));
+            continue;
+        }
 
         say(format!("memory: sample-controller with {n} + {n} objects"));
         let sc = controllers::sample_controller(&plane, &format!("mem-{n}"))?;

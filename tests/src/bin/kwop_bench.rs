@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! kwop-bench [--quick | --smoke] [--only conv,steady,memory,many,hotswap] [--kwop PATH]
-//!            [--no-sample-controller] [--conv-sizes 100,1000] [--reps N]
+//!            [--no-sample-controller] [--conv-sizes 100,1000] [--mem-sizes 1000,10000] [--reps N]
 //!            [--criterion DIR] [--out DIR] [--write-md BENCHMARKS.md] [--merge results.json]
 //!            [--report-only results.json]
 //! ```
@@ -16,6 +16,7 @@ struct Args {
     scale: String,
     no_sc: bool,
     conv_sizes: Option<Vec<usize>>,
+    mem_sizes: Option<Vec<usize>>,
     reps: Option<usize>,
     only: Vec<String>,
     kwop: Option<PathBuf>,
@@ -28,7 +29,7 @@ struct Args {
 
 fn usage() -> &'static str {
     "usage: kwop-bench [--quick | --smoke] [--only conv,steady,memory,many,hotswap] [--kwop PATH]\n\
-     \x20                 [--no-sample-controller] [--conv-sizes 100,1000] [--reps N]\n\
+     \x20                 [--no-sample-controller] [--conv-sizes 100,1000] [--mem-sizes 1000,10000] [--reps N]\n\
      \x20                 [--criterion DIR] [--out DIR] [--write-md BENCHMARKS.md] [--merge results.json]\n\
      \x20                 [--report-only results.json]"
 }
@@ -38,6 +39,7 @@ fn parse() -> Result<Args> {
         scale: "full".into(),
         no_sc: false,
         conv_sizes: None,
+        mem_sizes: None,
         reps: None,
         only: vec![],
         kwop: None,
@@ -57,6 +59,9 @@ fn parse() -> Result<Args> {
             "--no-sample-controller" => a.no_sc = true,
             "--conv-sizes" => {
                 a.conv_sizes = Some(val("--conv-sizes")?.split(',').map(|n| n.parse()).collect::<Result<_, _>>()?)
+            }
+            "--mem-sizes" => {
+                a.mem_sizes = Some(val("--mem-sizes")?.split(',').map(|n| n.parse()).collect::<Result<_, _>>()?)
             }
             "--reps" => a.reps = Some(val("--reps")?.parse()?),
             "--only" => a.only = val("--only")?.split(',').map(str::to_string).collect(),
@@ -136,6 +141,9 @@ fn main() -> Result<()> {
     };
     cfg.only = a.only.clone();
     cfg.no_sample_controller = a.no_sc;
+    if let Some(s) = &a.mem_sizes {
+        cfg.mem_sizes = s.clone();
+    }
     if let Some(s) = &a.conv_sizes {
         cfg.conv_sizes = s.clone();
     }
