@@ -16,6 +16,16 @@ fn config() -> Config {
     Config::smoke(PathBuf::from(KWOP), work)
 }
 
+/// Runs a scenario on its own task with its own copy of the configuration.
+fn spawn<T, F, Fut>(cfg: &Config, run: F) -> tokio::task::JoinHandle<anyhow::Result<T>>
+where
+    F: FnOnce(Config) -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<T>> + Send + 'static,
+    T: Send + 'static,
+{
+    tokio::spawn(run(cfg.clone()))
+}
+
 #[test]
 fn plugin_call_cost_wasm_fresh_reused_and_native() -> anyhow::Result<()> {
     let engine = calls::engine()?;
@@ -56,27 +66,12 @@ async fn every_benchmark_runs_at_a_tiny_scale() -> anyhow::Result<()> {
     let n = cfg.conv_sizes[0];
     let conv: Vec<_> = [Driver::Floor, Driver::FloorSsa, Driver::Kwop, Driver::SampleController]
         .into_iter()
-        .map(|d| {
-            let cfg = cfg.clone();
-            tokio::spawn(async move { scenarios::convergence_run(&cfg, d, n).await })
-        })
+        .map(|d| spawn(&cfg, move |c| async move { scenarios::convergence_run(&c, d, n).await }))
         .collect();
-    let steady = tokio::spawn({
-        let cfg = cfg.clone();
-        async move { scenarios::steady(&cfg).await }
-    });
-    let memory = tokio::spawn({
-        let cfg = cfg.clone();
-        async move { scenarios::memory(&cfg).await }
-    });
-    let many = tokio::spawn({
-        let cfg = cfg.clone();
-        async move { scenarios::many(&cfg).await }
-    });
-    let hotswap = tokio::spawn({
-        let cfg = cfg.clone();
-        async move { scenarios::hotswap(&cfg).await }
-    });
+    let steady = spawn(&cfg, |c| async move { scenarios::steady(&c).await });
+    let memory = spawn(&cfg, |c| async move { scenarios::memory(&c).await });
+    let many = spawn(&cfg, |c| async move { scenarios::many(&c).await });
+    let hotswap = spawn(&cfg, |c| async move { scenarios::hotswap(&c).await });
     let mut r = Results {
         date: "smoke".into(),
         command: "bench_smoke".into(),

@@ -68,41 +68,44 @@ pub struct Applier {
 
 fn hash_of(v: &Value) -> String {
     use sha2::{Digest, Sha256};
-    let mut text = String::new();
+    let mut text = Vec::new();
     canonical(v, &mut text);
-    hex::encode(&Sha256::digest(text.as_bytes())[..12])
+    hex::encode(&Sha256::digest(&text)[..12])
 }
 
-/// JSON with object keys sorted: maps keep insertion order (serde_json's `preserve_order`, which
-/// the host enables because it halves the memory of cached objects), and the same intent
-/// written in another key order must hash the same.
-fn canonical(v: &Value, out: &mut String) {
+/// JSON with object keys sorted. Maps keep insertion order (the host enables serde_json's
+/// `preserve_order`: smaller cached objects, see BENCHMARKS.md), and the same intent written in
+/// another key order must hash the same — and as it did when maps were sorted.
+fn canonical(v: &Value, out: &mut Vec<u8>) {
+    // Keys and scalars use serde_json's own escaping; writing into a Vec cannot fail.
     match v {
         Value::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, k) in keys.into_iter().enumerate() {
+            let mut entries: Vec<(&String, &Value)> = m.iter().collect();
+            entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            out.push(b'{');
+            for (i, (k, x)) in entries.into_iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
-                out.push_str(&Value::String(k.clone()).to_string());
-                out.push(':');
-                canonical(&m[k], out);
+                let _ = serde_json::to_writer(&mut *out, k);
+                out.push(b':');
+                canonical(x, out);
             }
-            out.push('}');
+            out.push(b'}');
         }
         Value::Array(a) => {
-            out.push('[');
+            out.push(b'[');
             for (i, x) in a.iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
                 canonical(x, out);
             }
-            out.push(']');
+            out.push(b']');
         }
-        scalar => out.push_str(&scalar.to_string()),
+        other => {
+            let _ = serde_json::to_writer(&mut *out, other);
+        }
     }
 }
 

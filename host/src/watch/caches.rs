@@ -131,10 +131,13 @@ impl KindCache {
                             me.healthy.store(true, Ordering::Relaxed);
                             // The reflector has already applied the event to the store.
                             match ev {
-                                watcher::Event::Apply(o) | watcher::Event::InitApply(o) => {
+                                watcher::Event::Apply(o) => {
                                     me.owners().set(ObjectKey::of(&o), controller_uid(&o));
                                     Some(WatchEvent::Changed(Arc::new(o), false))
                                 }
+                                // A (re)list's objects reach the store only at InitDone, where
+                                // the index is rebuilt from it.
+                                watcher::Event::InitApply(o) => Some(WatchEvent::Changed(Arc::new(o), false)),
                                 watcher::Event::Delete(o) => {
                                     me.owners().remove(&ObjectKey::of(&o));
                                     Some(WatchEvent::Changed(Arc::new(o), true))

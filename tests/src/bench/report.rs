@@ -132,9 +132,7 @@ pub fn markdown(r: &Results, svg_name: Option<&str>) -> String {
 
     if !r.convergence.is_empty() {
         let med = convergence_medians(r);
-        let mut sizes: Vec<usize> = r.convergence.iter().map(|c| c.n).collect();
-        sizes.sort();
-        sizes.dedup();
+        let sizes = distinct(r.convergence.iter().map(|c| c.n));
         let _ = writeln!(
             o,
             "### 2. Convergence (N Foos created at once)\n\nMedian seconds from the first create until every Deployment has the right replicas and every Foo its status (runs in brackets).\n"
@@ -228,9 +226,7 @@ pub fn markdown(r: &Results, svg_name: Option<&str>) -> String {
 
     if !r.memory.is_empty() {
         let by = memory_by(r);
-        let mut sizes: Vec<usize> = r.memory.iter().map(|m| m.n).collect();
-        sizes.sort();
-        sizes.dedup();
+        let sizes = distinct(r.memory.iter().map(|m| m.n));
         let _ = writeln!(
             o,
             "### 4. Memory (RSS, N Foos + N Deployments cached)\n\nMedian of 5 samples, 1 s apart, once the controller had synced its caches (kwop: and reconciled every Foo).\n"
@@ -452,4 +448,9 @@ pub fn splice(doc: &str, generated: &str) -> String {
         (Some(b), Some(e)) if e > b => format!("{}{}{}", &doc[..b], generated.trim_end(), &doc[e + END.len()..]),
         _ => format!("{}\n\n{}", doc.trim_end(), generated),
     }
+}
+
+/// The sizes measured, ascending, once each.
+fn distinct(sizes: impl Iterator<Item = usize>) -> Vec<usize> {
+    sizes.collect::<std::collections::BTreeSet<_>>().into_iter().collect()
 }

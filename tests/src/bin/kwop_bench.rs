@@ -34,6 +34,11 @@ fn usage() -> &'static str {
      \x20                 [--report-only results.json]"
 }
 
+/// `100,1000` → [100, 1000].
+fn sizes(list: &str) -> Result<Vec<usize>> {
+    list.split(',').map(|n| n.trim().parse().with_context(|| format!("not a size: {n:?}"))).collect()
+}
+
 fn parse() -> Result<Args> {
     let mut a = Args {
         scale: "full".into(),
@@ -57,12 +62,8 @@ fn parse() -> Result<Args> {
             "--smoke" => a.scale = "smoke".into(),
             "--full" => a.scale = "full".into(),
             "--no-sample-controller" => a.no_sc = true,
-            "--conv-sizes" => {
-                a.conv_sizes = Some(val("--conv-sizes")?.split(',').map(|n| n.parse()).collect::<Result<_, _>>()?)
-            }
-            "--mem-sizes" => {
-                a.mem_sizes = Some(val("--mem-sizes")?.split(',').map(|n| n.parse()).collect::<Result<_, _>>()?)
-            }
+            "--conv-sizes" => a.conv_sizes = Some(sizes(&val("--conv-sizes")?)?),
+            "--mem-sizes" => a.mem_sizes = Some(sizes(&val("--mem-sizes")?)?),
             "--reps" => a.reps = Some(val("--reps")?.parse()?),
             "--only" => a.only = val("--only")?.split(',').map(str::to_string).collect(),
             "--kwop" => a.kwop = Some(val("--kwop")?.into()),
