@@ -5,7 +5,7 @@ use crate::apply::{Applier, Write};
 use crate::outcome::{
     self, fence::controller_uid, EventSpec, FenceContext, Outcome, RejectReason, Rejection, Severity,
 };
-use crate::plugin::{wit, CacheView, CallError};
+use crate::plugin::{wit, CacheView, CallError, PrimaryScope};
 use crate::report::{REASON_OUTCOME_REJECTED, REASON_PLUGIN_FAILED, REASON_WRITE_FAILED};
 use crate::telemetry::Metrics;
 use crate::watch::ObjectKey;
@@ -81,7 +81,8 @@ impl Inner {
             let Ok(_permit) = self.shared.instances.clone().acquire_owned().await else {
                 return Next::Retry;
             };
-            let (p, caches, object) = (plugin.clone(), self.caches.clone() as Arc<dyn CacheView>, key.to_string());
+            let caches: Arc<dyn CacheView> = Arc::new(PrimaryScope::new(self.caches.clone(), ns.clone()));
+            let (p, object) = (plugin.clone(), key.to_string());
             let started = Instant::now();
             let span = tracing::Span::current();
             let r = tokio::task::spawn_blocking(move || span.in_scope(|| p.reconcile(&req, object, caches))).await;

@@ -12,12 +12,49 @@ pub trait CacheView: Send + Sync {
     fn get(&self, kind: &Gvk, namespace: Option<&str>, name: &str) -> Option<String>;
     /// Objects of a kind, optionally in one namespace, matching a selector.
     fn query(&self, kind: &Gvk, namespace: Option<&str>, selector: &Selector) -> Vec<String>;
+    /// Whether a kind is namespaced, if this view knows the kind.
+    fn namespaced(&self, _kind: &Gvk) -> Option<bool> {
+        None
+    }
+}
+
+/// The view one reconcile gets: `get` without a namespace means the primary's namespace for
+/// namespaced kinds (as the WIT says), and nothing changes for cluster-scoped kinds. Used by the
+/// host and by the offline CLI alike, so both resolve namespaces the same way.
+pub struct PrimaryScope {
+    inner: std::sync::Arc<dyn CacheView>,
+    namespace: Option<String>,
+}
+
+impl PrimaryScope {
+    /// `inner` seen from a primary in `namespace` (`None`: a cluster-scoped primary).
+    pub fn new(inner: std::sync::Arc<dyn CacheView>, namespace: Option<String>) -> Self {
+        PrimaryScope { inner, namespace }
+    }
+}
+
+impl CacheView for PrimaryScope {
+    fn get(&self, kind: &Gvk, namespace: Option<&str>, name: &str) -> Option<String> {
+        let namespace = namespace.filter(|n| !n.is_empty());
+        let namespace = match namespace {
+            None if self.inner.namespaced(kind).unwrap_or(true) => self.namespace.as_deref(),
+            other => other,
+        };
+        self.inner.get(kind, namespace, name)
+    }
+    fn query(&self, kind: &Gvk, namespace: Option<&str>, selector: &Selector) -> Vec<String> {
+        self.inner.query(kind, namespace, selector)
+    }
+    fn namespaced(&self, kind: &Gvk) -> Option<bool> {
+        self.inner.namespaced(kind)
+    }
 }
 
 /// A cache holding exactly the objects given (for `kwop plugin reconcile`, fixtures and tests).
 #[derive(Default, Clone)]
 pub struct StaticCache {
     objects: HashMap<Gvk, Vec<Value>>,
+    scopes: HashMap<Gvk, bool>,
 }
 
 impl StaticCache {
@@ -28,6 +65,11 @@ impl StaticCache {
             obj.get("kind").and_then(Value::as_str).unwrap_or_default(),
         );
         self.objects.entry(gvk).or_default().push(obj);
+    }
+
+    /// Records whether a kind is namespaced (unrecorded kinds: unknown).
+    pub fn set_namespaced(&mut self, kind: Gvk, namespaced: bool) {
+        self.scopes.insert(kind, namespaced);
     }
 
     /// All objects of a kind.
@@ -55,5 +97,9 @@ impl CacheView for StaticCache {
             .filter(|o| selector.matches_json(o.pointer("/metadata/labels")))
             .map(Value::to_string)
             .collect()
+    }
+
+    fn namespaced(&self, kind: &Gvk) -> Option<bool> {
+        self.scopes.get(kind).copied()
     }
 }

@@ -144,8 +144,7 @@ impl LoadedPlugin {
                 self.pre.instantiate(&mut store).map_err(|e| sandbox::classify(&store, e, deadline, true))?;
             instance.call_info(&mut store).map_err(|e| sandbox::classify(&store, e, deadline, false))
         })();
-        sandbox::flush_output(&store, self.limits.log_lines);
-        result
+        sandbox::finish(&store, self.limits.log_lines, result)
     }
 
     /// Runs one reconcile in a fresh instance. Blocking: call it from a blocking thread.
@@ -163,8 +162,7 @@ impl LoadedPlugin {
                 self.pre.instantiate(&mut store).map_err(|e| sandbox::classify(&store, e, deadline, true))?;
             instance.call_reconcile(&mut store, req).map_err(|e| sandbox::classify(&store, e, deadline, false))
         })();
-        sandbox::flush_output(&store, self.limits.log_lines);
-        result
+        sandbox::finish(&store, self.limits.log_lines, result)
     }
 
     /// An instance kept for several calls (see [`Session`]).
@@ -211,8 +209,7 @@ impl Session<'_> {
             .call_reconcile(&mut self.store, req)
             .map_err(|e| sandbox::classify(&self.store, e, deadline, false));
         self.poisoned = r.is_err();
-        sandbox::flush_output(&self.store, self.plugin.limits.log_lines);
-        r
+        sandbox::finish(&self.store, self.plugin.limits.log_lines, r)
     }
 }
 

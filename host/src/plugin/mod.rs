@@ -8,6 +8,7 @@
 mod bindings;
 pub mod cache_view;
 pub mod engine;
+pub mod guest_error;
 mod host_api;
 pub mod info;
 pub mod loader;
@@ -15,7 +16,7 @@ mod output;
 pub mod sandbox;
 
 pub use bindings::wit;
-pub use cache_view::{CacheView, StaticCache};
+pub use cache_view::{CacheView, PrimaryScope, StaticCache};
 pub use engine::{EngineConfig, Limits, PluginEngine};
 pub use info::PluginInfo;
 pub use loader::{LoadError, LoadedPlugin, Session};

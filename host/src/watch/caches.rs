@@ -256,6 +256,10 @@ impl CacheView for Caches {
             .filter_map(|o| to_json(&o))
             .collect()
     }
+
+    fn namespaced(&self, kind: &Gvk) -> Option<bool> {
+        self.kinds.get(kind).map(|k| k.resolved.namespaced)
+    }
 }
 
 #[cfg(test)]

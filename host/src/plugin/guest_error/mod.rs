@@ -1,0 +1,192 @@
+//! What a plugin printed, read the way its language means it: a Python traceback, a JavaScript
+//! error with its stack, a Rust panic. Such an error is what a reconcile error, a Warning event
+//! and `kwop plugin reconcile` show first; the wasm backtrace of the trap goes to the debug log.
+//! Output is also logged here, under the target `kwop::plugin`, one record per traceback.
+
+use super::sandbox::CallError;
+
+/// The tracing target of everything a plugin says (stdout, stderr, `log` calls).
+pub const TARGET: &str = "kwop::plugin";
+
+/// The most a reconcile error quotes of a guest's own error (an event note holds ~1 KB).
+const MAX_MESSAGE: usize = 900;
+
+/// What a guest wrote to stdout and stderr during one call.
+#[derive(Debug, Default, Clone)]
+pub struct GuestOutput {
+    /// stdout, lossy UTF-8.
+    pub stdout: String,
+    /// stderr, lossy UTF-8.
+    pub stderr: String,
+}
+
+/// Splits output into records: a Python traceback, a Rust panic, or a line with the indented
+/// lines under it (a JavaScript stack) stays one record.
+pub fn records(text: &str) -> Vec<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    let indented = |l: &str| l.starts_with([' ', '\t']);
+    while i < lines.len() {
+        let start = i;
+        let first = lines[i];
+        i += 1;
+        if first.trim().is_empty() {
+            continue;
+        }
+        if first.starts_with("Traceback (most recent call last)") {
+            // frames are indented; the exception line that ends it is not
+            while i < lines.len() && (indented(lines[i]) || lines[i].trim().is_empty()) {
+                i += 1;
+            }
+            i = (i + 1).min(lines.len());
+        } else if first.contains("panicked at") {
+            // the message follows on its own lines, up to Rust's "note: run with RUST_BACKTRACE"
+            while i < lines.len() && i - start < 40 {
+                i += 1;
+                if lines[i - 1].starts_with("note:") {
+                    break;
+                }
+            }
+        } else {
+            while i < lines.len() && indented(lines[i]) {
+                i += 1;
+            }
+        }
+        let record = lines[start..i].join("\n");
+        let record = record.trim_end();
+        if !record.is_empty() {
+            out.push(record.to_string());
+        }
+    }
+    out
+}
+
+/// The guest's own account of a failure, if its output has one: the last traceback, panic or
+/// uncaught error, with a hint for the mistakes whose message does not say where.
+pub fn guest_message(out: &GuestOutput) -> Option<String> {
+    let mut found = None;
+    for r in records(&out.stderr).into_iter().chain(records(&out.stdout)) {
+        if let Some(m) = explain_record(&r) {
+            found = Some(m);
+        }
+    }
+    found
+}
+
+fn explain_record(r: &str) -> Option<String> {
+    let first = r.lines().next().unwrap_or_default();
+    if first.starts_with("Traceback (most recent call last)") {
+        let last = r.lines().last().unwrap_or_default().trim();
+        return Some(format!("{last}\n{r}"));
+    }
+    if let Some(at) = first.find("panicked at") {
+        let body: Vec<&str> = r.lines().skip(1).filter(|l| !l.starts_with("note:")).collect();
+        let place = first[at..].trim_end_matches(':');
+        let message = body.join("\n");
+        // componentize-py's runtime panics with the Python exception it could not handle, e.g.
+        // while converting the value `reconcile` returned into WIT types.
+        if let Some(py) = python_error_in_panic(&message) {
+            return Some(format!("{py}{}", python_hint(&py)));
+        }
+        return Some(if message.is_empty() { place.to_string() } else { format!("{message} ({place})") });
+    }
+    // An uncaught JavaScript error, as StarlingMonkey prints it: "Error: boom" then "  at ..."
+    // or "stack:" lines.
+    const JS: [&str; 8] =
+        ["Error", "TypeError", "ReferenceError", "RangeError", "SyntaxError", "URIError", "EvalError", "InternalError"];
+    let head = first.trim_start_matches("Uncaught ").trim_start_matches("Exception: ");
+    if JS.iter().any(|e| head.starts_with(&format!("{e}: ")) || head == *e) {
+        return Some(r.trim_start_matches("Uncaught ").to_string());
+    }
+    None
+}
+
+/// `TypeError: 'dict' object ...` from `PyErr { type: <class 'TypeError'>, value:
+/// TypeError("'dict' object ..."), traceback: ... }`.
+fn python_error_in_panic(message: &str) -> Option<String> {
+    let at = message.find("value: ")? + "value: ".len();
+    let rest = &message[at..];
+    let open = rest.find('(')?;
+    let name = &rest[..open];
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.') {
+        return None;
+    }
+    let args = rest[open + 1..].rsplit_once("), traceback").map(|(a, _)| a).unwrap_or(&rest[open + 1..]);
+    let text = args.trim_end_matches(')').trim_matches(|c| c == '"' || c == '\'');
+    Some(format!("{name}: {text}"))
+}
+
+fn python_hint(err: &str) -> &'static str {
+    if err.starts_with("TypeError") && err.contains("is not an instance of 'str'") {
+        " (raised while converting what reconcile returned into WIT types: a `json` field — \
+         Outcome.apply items, Outcome.status — takes JSON text, json.dumps(...), not a dict)"
+    } else if err.starts_with("TypeError") || err.starts_with("AttributeError") {
+        " (raised while converting what the plugin returned into WIT types: check each field \
+         against wit/reconciler.wit)"
+    } else {
+        ""
+    }
+}
+
+/// The first line of a wasmtime trap message, without the wasm backtrace (logged at debug).
+fn trap_summary(trap: &str) -> String {
+    let kind = trap
+        .lines()
+        .rev()
+        .find_map(|l| l.split_once("wasm trap: ").map(|(_, k)| k.trim().to_string()))
+        .or_else(|| trap.lines().find(|l| !l.trim().is_empty() && !l.contains("wasm backtrace")).map(|l| l.trim().to_string()));
+    match kind {
+        Some(k) => format!("wasm trap: {k}"),
+        None => trap.lines().next().unwrap_or("wasm trap").to_string(),
+    }
+}
+
+fn cap(s: String) -> String {
+    if s.len() <= MAX_MESSAGE {
+        return s;
+    }
+    let mut end = MAX_MESSAGE;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}... (the rest is in the host's log)", &s[..end])
+}
+
+/// Rewrites a trap so its message is the guest's own error (when its output has one) followed
+/// by the kind of trap; the wasm backtrace is logged at debug level.
+pub fn explain(err: CallError, out: &GuestOutput, plugin: &str, object: &str) -> CallError {
+    match err {
+        CallError::Trap(trap) => {
+            tracing::debug!(target: TARGET, plugin, object, "plugin trap with its wasm backtrace: {trap}");
+            let summary = trap_summary(&trap);
+            CallError::Trap(cap(match guest_message(out) {
+                Some(m) => format!("{m}\n({summary})"),
+                None => summary,
+            }))
+        }
+        other => other,
+    }
+}
+
+/// Logs a guest's output under [`TARGET`]: stdout at info, stderr at warn, one record per
+/// traceback, at most `max_records` per stream (the rest is counted).
+pub fn log_output(out: &GuestOutput, plugin: &str, object: &str, max_records: u32, dropped_bytes: [usize; 2]) {
+    for ((stream, text), dropped_bytes) in [("stdout", &out.stdout), ("stderr", &out.stderr)].into_iter().zip(dropped_bytes) {
+        let records = records(text);
+        for r in records.iter().take(max_records as usize) {
+            if stream == "stdout" {
+                tracing::info!(target: TARGET, plugin, object, stream, "{r}");
+            } else {
+                tracing::warn!(target: TARGET, plugin, object, stream, "{r}");
+            }
+        }
+        let dropped_records = records.len().saturating_sub(max_records as usize);
+        if dropped_records > 0 || dropped_bytes > 0 {
+            tracing::warn!(target: TARGET, plugin, object, stream, dropped_records, dropped_bytes, "plugin output over the per-call limit was dropped");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,62 @@
+use super::*;
+
+const PY_TRACEBACK: &str = "starting\nTraceback (most recent call last):\n  File \"/app.py\", line 3, in reconcile\n    x = 1 / 0\n        ~~^~\nZeroDivisionError: division by zero\nafter";
+
+#[test]
+fn a_traceback_is_one_record() {
+    let r = records(PY_TRACEBACK);
+    assert_eq!(r.len(), 3, "{r:?}");
+    assert!(r[1].starts_with("Traceback") && r[1].ends_with("ZeroDivisionError: division by zero"));
+    assert_eq!(r[2], "after");
+}
+
+#[test]
+fn a_python_exception_is_shown_first() {
+    let out = GuestOutput { stderr: PY_TRACEBACK.into(), ..Default::default() };
+    let m = guest_message(&out).expect("found");
+    assert!(m.starts_with("ZeroDivisionError: division by zero\nTraceback"), "{m}");
+}
+
+#[test]
+fn a_rust_panic_is_shown_with_its_place() {
+    let out = GuestOutput {
+        stderr: "thread '<unnamed>' panicked at src/lib.rs:70:24:\nchaos plugin panics on purpose\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n".into(),
+        ..Default::default()
+    };
+    assert_eq!(guest_message(&out).as_deref(), Some("chaos plugin panics on purpose (panicked at src/lib.rs:70:24)"));
+}
+
+#[test]
+fn a_python_error_inside_a_runtime_panic_gets_a_hint() {
+    let out = GuestOutput {
+        stderr: "thread '<unnamed>' panicked at src/lib.rs:1:1:\ncalled `Result::unwrap()` on an `Err` value: PyErr { type: <class 'TypeError'>, value: TypeError(\"'dict' object is not an instance of 'str'\"), traceback: None }\n".into(),
+        ..Default::default()
+    };
+    let m = guest_message(&out).expect("found");
+    assert!(m.starts_with("TypeError: 'dict' object is not an instance of 'str' (raised while converting"), "{m}");
+    assert!(m.contains("json.dumps"), "{m}");
+}
+
+#[test]
+fn a_javascript_error_keeps_its_stack() {
+    let out = GuestOutput { stderr: "Error: boom\n    at reconcile (plugin.js:10:11)\n    at x (y.js:1:1)\n".into(), ..Default::default() };
+    assert_eq!(guest_message(&out).as_deref(), Some("Error: boom\n    at reconcile (plugin.js:10:11)\n    at x (y.js:1:1)"));
+}
+
+#[test]
+fn the_wasm_backtrace_stays_out_of_the_message() {
+    let trap = "error while executing at wasm backtrace:\n    0: 0x1234 - libc.so!abort\n    1: 0x99 - wit_dylib_pop_string\n\nCaused by:\n    wasm trap: wasm `unreachable` instruction executed";
+    let e = explain(CallError::Trap(trap.into()), &GuestOutput::default(), "p", "o");
+    assert_eq!(e, CallError::Trap("wasm trap: wasm `unreachable` instruction executed".into()));
+    let out = GuestOutput { stderr: PY_TRACEBACK.into(), ..Default::default() };
+    let CallError::Trap(m) = explain(CallError::Trap(trap.into()), &out, "p", "o") else { panic!() };
+    assert!(m.starts_with("ZeroDivisionError") && m.ends_with("(wasm trap: wasm `unreachable` instruction executed)"), "{m}");
+    assert!(!m.contains("wit_dylib_pop_string"));
+}
+
+#[test]
+fn a_long_error_is_capped_for_the_event() {
+    let out = GuestOutput { stderr: format!("Error: {}", "x".repeat(5000)), ..Default::default() };
+    let CallError::Trap(m) = explain(CallError::Trap("wasm trap: unreachable".into()), &out, "p", "o") else { panic!() };
+    assert!(m.len() < 1000 && m.ends_with("(the rest is in the host's log)"), "{}", m.len());
+}
