@@ -14,6 +14,7 @@ pub mod certs;
 pub mod host;
 pub mod plane;
 pub mod plugins;
+pub mod scaffolds;
 pub mod procs;
 pub mod wait;
 

@@ -49,6 +49,10 @@ pub fn records(text: &str) -> Vec<String> {
                 }
             }
         } else {
+            // StarlingMonkey prints "message", then "Stack:" and indented frames
+            if i < lines.len() && lines[i].trim_end() == "Stack:" {
+                i += 1;
+            }
             while i < lines.len() && indented(lines[i]) {
                 i += 1;
             }
@@ -91,10 +95,22 @@ fn explain_record(r: &str) -> Option<String> {
         }
         return Some(if message.is_empty() { place.to_string() } else { format!("{message} ({place})") });
     }
-    // An uncaught JavaScript error, as StarlingMonkey prints it: "Error: boom" then "  at ..."
-    // or "stack:" lines.
+    // componentize-js lowers a thrown value as the `failure` record; a thrown Error has no
+    // `events`, and the glue fails reading it, losing the error's own message.
+    if r.contains("is undefined") && r.contains("export_reconcile") {
+        return Some(format!(
+            "reconcile threw a value that is not a failure record {{message, events, retry}} (a JavaScript Error?); \
+             its message is lost in the component's glue: catch errors in reconcile and throw \
+             {{message: `${{e}}\\n${{e.stack}}`, events: [], retry: true}} instead (as `kwop plugin new --lang js` does)\n{r}"
+        ));
+    }
+    // An uncaught JavaScript error, as StarlingMonkey prints it: "Error: boom" then "Stack:" and
+    // the frames.
     const JS: [&str; 8] =
         ["Error", "TypeError", "ReferenceError", "RangeError", "SyntaxError", "URIError", "EvalError", "InternalError"];
+    if r.lines().nth(1).map(str::trim_end) == Some("Stack:") {
+        return Some(r.to_string());
+    }
     let head = first.trim_start_matches("Uncaught ").trim_start_matches("Exception: ");
     if JS.iter().any(|e| head.starts_with(&format!("{e}: ")) || head == *e) {
         return Some(r.trim_start_matches("Uncaught ").to_string());
@@ -105,7 +121,7 @@ fn explain_record(r: &str) -> Option<String> {
 /// `TypeError: 'dict' object ...` from `PyErr { type: <class 'TypeError'>, value:
 /// TypeError("'dict' object ..."), traceback: ... }`.
 fn python_error_in_panic(message: &str) -> Option<String> {
-    let at = message.find("value: ")? + "value: ".len();
+    let at = message.find(", value: ")? + ", value: ".len();
     let rest = &message[at..];
     let open = rest.find('(')?;
     let name = &rest[..open];

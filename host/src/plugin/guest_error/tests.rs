@@ -60,3 +60,23 @@ fn a_long_error_is_capped_for_the_event() {
     let CallError::Trap(m) = explain(CallError::Trap("wasm trap: unreachable".into()), &out, "p", "o") else { panic!() };
     assert!(m.len() < 1000 && m.ends_with("(the rest is in the host's log)"), "{}", m.len());
 }
+
+#[test]
+fn an_uncaught_starlingmonkey_error_is_its_message_and_stack() {
+    let out = GuestOutput {
+        stderr: "info is broken\nStack:\n  info@src/component.js:14:9\n  export_info@initializer.js:3001:18\nRedirecting call to abort() to mozalloc_abort\n".into(),
+        ..Default::default()
+    };
+    assert_eq!(records(&out.stderr).len(), 2);
+    assert_eq!(guest_message(&out).as_deref(), Some("info is broken\nStack:\n  info@src/component.js:14:9\n  export_info@initializer.js:3001:18"));
+}
+
+#[test]
+fn a_thrown_error_lost_in_the_js_glue_gets_a_hint() {
+    let out = GuestOutput {
+        stderr: "can't access property \"length\", vec29 is undefined\nStack:\n  export_reconcile@/tmp/x/initializer.js:3355:17\n".into(),
+        ..Default::default()
+    };
+    let m = guest_message(&out).expect("found");
+    assert!(m.starts_with("reconcile threw a value that is not a failure record"), "{m}");
+}

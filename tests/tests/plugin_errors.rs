@@ -1,0 +1,213 @@
+//! Errors in the plugin's language (issues 21 and 22): a Python plugin that returns a dict where
+//! the WIT wants JSON text, a JavaScript plugin that throws `Error("boom")` and a Rust plugin that
+//! panics show their own message in `kwop plugin reconcile` and in the Warning event on the
+//! primary; `--crd` refuses a status shaped `{"status": {...}}` with the field path; and the
+//! offline CLI resolves namespaces as the host does (primary and observed objects without a
+//! namespace, `cache.get` with none), checked against the same plugin on the cluster.
+//!
+//! The JS and Python plugins are `kwop plugin new` scaffolds with a deliberate mistake patched in.
+
+mod common;
+
+use common::*;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, PostParams};
+use kwop_tests::{wait, ControlPlane, Mode};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use kwop_tests::scaffolds::{patch, run, scaffold};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+
+/// The JS template, patched: a Foo named `throws` makes plugin.js throw `Error("boom")`; one
+/// named `wrapped-status` returns its status as `{"status": {...}}`; `reads-<ns>` looks up a
+/// ConfigMap `peer` with no namespace and copies what it found; everything is printed with
+/// console.log.
+fn js_plugin() -> &'static PathBuf {
+    static WASM: OnceLock<PathBuf> = OnceLock::new();
+    WASM.get_or_init(|| {
+        let dir = scaffold(KWOP, "mistakes-js", "js");
+        patch(
+            &dir,
+            "src/plugin.js",
+            "  const existing = host.get(CONFIGMAP, foo.metadata.namespace, name);",
+            "  console.log(`reconciling ${foo.metadata.name}`);\n  if (foo.metadata.name === 'throws') throw new Error('boom');\n  const existing = host.get(CONFIGMAP, foo.metadata.namespace, name);\n  const peer = host.get(CONFIGMAP, undefined, 'peer');",
+        );
+        patch(&dir, "src/plugin.js", "status: undefined,", "status: foo.metadata.name === 'wrapped-status' ? { status: { availableReplicas: 1 } } : undefined,");
+        patch(&dir, "src/plugin.js", "replicas: String(spec.replicas ?? 1),", "replicas: String(spec.replicas ?? 1),\n      peer: peer ? peer.data.value : 'none',");
+        run(&dir, "./build.sh", &[]);
+        dir.join("dist/plugin.wasm")
+    })
+}
+
+/// The Python template, patched so app.py passes the status dict where the WIT wants JSON text.
+fn python_plugin() -> &'static PathBuf {
+    static WASM: OnceLock<PathBuf> = OnceLock::new();
+    WASM.get_or_init(|| {
+        let dir = scaffold(KWOP, "mistakes-py", "python");
+        patch(&dir, "src/app.py", "status=None if status is None else _json(status, \"status\"),", "status=status,");
+        patch(&dir, "src/plugin.py", "\"status\": None,", "\"status\": {\"availableReplicas\": 1},");
+        run(&dir, "./build.sh", &[]);
+        dir.join("dist/plugin.wasm")
+    })
+}
+
+fn write(dir: &Path, name: &str, v: &Value) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, serde_yaml::to_string(v).expect("yaml")).expect("write");
+    p
+}
+
+fn foo_doc(name: &str, ns: Option<&str>) -> Value {
+    let mut meta = json!({ "name": name, "uid": "u-1" });
+    if let Some(ns) = ns {
+        meta["namespace"] = json!(ns);
+    }
+    json!({ "apiVersion": "samplecontroller.k8s.io/v1alpha1", "kind": "Foo", "metadata": meta, "spec": { "deploymentName": "web" } })
+}
+
+/// `kwop plugin reconcile`: (success, parsed stdout).
+fn reconcile(wasm: &Path, args: &[&str]) -> (bool, Value, String) {
+    let mut a = vec!["plugin".to_string(), "reconcile".into(), wasm.display().to_string()];
+    a.extend(args.iter().map(|s| s.to_string()));
+    let out = Command::new(KWOP).args(&a).output().expect("kwop runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let v = serde_json::from_str(&stdout).unwrap_or(Value::Null);
+    (out.status.success(), v, String::from_utf8_lossy(&out.stderr).to_string())
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join("kwop-test").join(format!("{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&d).expect("dir");
+    d
+}
+
+#[test]
+fn a_thrown_javascript_error_shows_its_message_and_stack_offline() {
+    let d = tmp("js-throws");
+    let (ok, out, err) = reconcile(js_plugin(), &["--primary", &write(&d, "p.yaml", &foo_doc("throws", None)).display().to_string()]);
+    assert!(!ok, "{out}");
+    let m = out["error"]["message"].as_str().unwrap_or_default();
+    assert!(m.starts_with("Error: boom") && m.contains("plugin.js"), "message and stack: {m}");
+    assert_eq!(out["error"]["events"][0]["message"], "Error: boom", "{out}");
+    assert!(err.contains("reconciling throws"), "console.log reaches the log: {err}");
+}
+
+#[test]
+fn a_python_dict_for_json_text_names_the_mistake_offline() {
+    let d = tmp("py-dict");
+    let (ok, out, _) = reconcile(python_plugin(), &["--primary", &write(&d, "p.yaml", &foo_doc("x", None)).display().to_string()]);
+    assert!(!ok);
+    let m = out["error"]["message"].as_str().unwrap_or_default();
+    assert!(m.contains("TypeError: 'dict' object is not an instance of 'str'"), "{m}");
+    assert!(m.contains("json.dumps"), "the hint: {m}");
+    assert!(!m.contains("wit_dylib") && !m.contains("0x"), "no wasm backtrace: {m}");
+}
+
+#[test]
+fn a_rust_panic_shows_its_message_offline() {
+    let d = tmp("rust-panic");
+    let chaos = json!({ "apiVersion": "test.kwop.dev/v1", "kind": "Chaos", "metadata": { "name": "boom", "namespace": "default" }, "spec": { "mode": "panic" } });
+    let (ok, out, _) = reconcile(Path::new(kwop_tests::plugins::CHAOS), &["--primary", &write(&d, "p.yaml", &chaos).display().to_string()]);
+    assert!(!ok);
+    let m = out["error"]["message"].as_str().unwrap_or_default();
+    assert!(m.starts_with("plugin trapped: chaos plugin panics on purpose (panicked at"), "{m}");
+}
+
+#[test]
+fn crd_check_refuses_a_status_wrapped_in_status_with_its_path() {
+    let d = tmp("wrapped");
+    let primary = write(&d, "p.yaml", &foo_doc("wrapped-status", Some("default")));
+    let crd = kwop_tests::repo_root().join("crds/foo.yaml");
+    let (ok, out, _) = reconcile(js_plugin(), &["--primary", &primary.display().to_string()]);
+    assert!(ok, "without --crd nothing knows the schema: {out}");
+    let (ok, out, _) = reconcile(js_plugin(), &["--primary", &primary.display().to_string(), "--crd", &crd.display().to_string()]);
+    assert!(!ok, "{out}");
+    let m = out["error"]["message"].as_str().unwrap_or_default();
+    assert!(m.contains(".status.status: field not declared in schema"), "{m}");
+}
+
+#[test]
+fn a_number_in_configmap_data_is_refused_offline() {
+    let d = tmp("cm-number");
+    let chaos = json!({ "apiVersion": "test.kwop.dev/v1", "kind": "Chaos", "metadata": { "name": "n", "namespace": "default" }, "spec": { "mode": "number-data" } });
+    let (ok, out, _) = reconcile(Path::new(kwop_tests::plugins::CHAOS), &["--primary", &write(&d, "p.yaml", &chaos).display().to_string()]);
+    assert!(!ok, "{out}");
+    let m = out["error"]["message"].as_str().unwrap_or_default();
+    assert!(m.contains("ConfigMap \"n\": .data.replicas: invalid type: integer `1`, expected a string"), "{m}");
+}
+
+/// The same plugin and the same world, offline and on the cluster: a primary without a
+/// namespace, an observed ConfigMap without one, and `cache.get` with none.
+#[tokio::test(flavor = "multi_thread")]
+async fn offline_namespaces_resolve_as_on_the_cluster() -> anyhow::Result<()> {
+    let d = tmp("parity");
+    let primary = write(&d, "p.yaml", &foo_doc("parity", None));
+    let peer = json!({ "apiVersion": "v1", "kind": "ConfigMap", "metadata": { "name": "peer" }, "data": { "value": "from-the-cache" } });
+    let observed = write(&d, "o.yaml", &peer);
+    let (ok, offline, err) = reconcile(js_plugin(), &["--primary", &primary.display().to_string(), "--observed", &observed.display().to_string()]);
+    assert!(ok, "{offline} {err}");
+    assert_eq!(offline["apply"][0]["data"]["peer"], "from-the-cache", "{offline}");
+
+    let plane = ControlPlane::shared(Mode::Api)?;
+    let ns = plane.namespace("parity")?;
+    let client = plane.client().await?;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
+    cms.create(&PostParams::default(), &serde_json::from_value(peer)?).await?;
+    let dir = kwop_tests::plugins::folder(&[("mistakes.wasm", &js_plugin().display().to_string())])?;
+    let _host = host(plane, &dir, &[&format!("--namespace={ns}")])?;
+    create_foo(&client, &ns, "parity", "web", None).await?;
+    let cm = wait::until("parity-info", Duration::from_secs(60), || async {
+        cms.get_opt("parity-info").await.map_err(|e| e.to_string())?.map(Some).ok_or_else(|| "not yet".to_string())
+    })
+    .await?;
+    let online = cm.data.unwrap_or_default();
+    for (k, v) in offline["apply"][0]["data"].as_object().into_iter().flatten() {
+        assert_eq!(online.get(k).map(String::as_str), v.as_str(), "{k}: offline {offline} vs cluster {online:?}");
+    }
+    Ok(())
+}
+
+/// On the cluster: the JS error and the Python TypeError are Warning events on the Foo.
+#[tokio::test(flavor = "multi_thread")]
+async fn errors_in_the_plugins_language_are_warning_events() -> anyhow::Result<()> {
+    let plane = ControlPlane::shared(Mode::Api)?;
+    let ns = plane.namespace("lang-errors")?;
+    let client = plane.client().await?;
+    let dir = kwop_tests::plugins::folder(&[
+        ("js.wasm", &js_plugin().display().to_string()),
+        ("py.wasm", &python_plugin().display().to_string()),
+    ])?;
+    let host = host(plane, &dir, &[&format!("--namespace={ns}")])?;
+    create_foo(&client, &ns, "throws", "web", None).await?;
+    let js = event_with_reason(&client, &ns, "throws", "ReconcileError").await?;
+    assert_eq!(js.note.as_deref(), Some("Error: boom"));
+    let py = event_with_reason(&client, &ns, "throws", "ReconcilePluginFailed").await?;
+    let note = py.note.unwrap_or_default();
+    assert!(note.contains("TypeError: 'dict' object is not an instance of 'str'") && note.contains("json.dumps"), "{note}");
+    assert!(!note.contains("wit_dylib"), "no wasm backtrace in the event: {note}");
+    let log = host.log();
+    assert!(log.contains("reconciling throws"), "console.log in the host's log");
+    Ok(())
+}
+
+/// On the cluster: a Rust panic's message is the Warning event, not the wasm trap.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rust_panic_is_a_warning_event_with_its_message() -> anyhow::Result<()> {
+    let plane = ControlPlane::shared(Mode::Api)?;
+    let ns = plane.namespace("lang-panic")?;
+    let client = plane.client().await?;
+    let dir = kwop_tests::plugins::folder(&[("chaos.wasm", kwop_tests::plugins::CHAOS)])?;
+    let _host = host(plane, &dir, &[&format!("--namespace={ns}")])?;
+    let ar = kube::core::ApiResource::from_gvk(&kube::core::GroupVersionKind::gvk("test.kwop.dev", "v1", "Chaos"));
+    let api: Api<kube::api::DynamicObject> = Api::namespaced_with(client.clone(), &ns, &ar);
+    let obj = json!({ "apiVersion": "test.kwop.dev/v1", "kind": "Chaos", "metadata": { "name": "boom" }, "spec": { "mode": "panic" } });
+    api.create(&PostParams::default(), &serde_json::from_value(obj)?).await?;
+    let e = event_with_reason(&client, &ns, "boom", "ReconcilePluginFailed").await?;
+    let note = e.note.unwrap_or_default();
+    assert!(note.contains("chaos plugin panics on purpose (panicked at"), "{note}");
+    assert!(!note.contains("wasm backtrace"), "{note}");
+    Ok(())
+}

@@ -1,0 +1,117 @@
+//! `kwop plugin new` (issue 21): for every language, a plugin scaffolded into a folder outside
+//! the repository builds with its own build script, passes its native unit tests and its
+//! fixtures (with the Foo CRD's schema check), and runs on the real control plane: a Foo gets its
+//! ConfigMap `<name>-info` and a `Synced` event.
+//!
+//! Toolchains come from the shared caches the guests use (`~/.cache/kwop/toolchains`,
+//! `~/.cache/kwop/guests/c`); Rust scaffolds share one target folder next to the workspace's.
+
+mod common;
+
+use common::*;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::Api;
+use kwop_tests::{wait, ControlPlane, Mode};
+use kwop_tests::scaffolds::{outside, run};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+/// Every language there is a template for must be tested here.
+const TESTED: &[&str] = &["c", "js", "python", "rust"];
+
+#[test]
+fn every_template_language_is_tested() {
+    let langs: Vec<String> = kwop::scaffold::languages().into_iter().map(|l| l.name).collect();
+    assert_eq!(langs, TESTED, "a new template folder needs a test in tests/tests/templates.rs");
+}
+
+fn scaffold(name: &str, lang: &str) -> PathBuf {
+    kwop_tests::scaffolds::scaffold(KWOP, name, lang)
+}
+
+async fn runs_on_the_cluster(plugin: &Path, name: &str) -> anyhow::Result<()> {
+    let plane = ControlPlane::shared(Mode::Api)?;
+    let ns = plane.namespace(&format!("tpl-{name}"))?;
+    let dir = kwop_tests::plugins::folder(&[(&format!("{name}.wasm"), &plugin.display().to_string())])?;
+    let host = host(plane, &dir, &[&format!("--namespace={ns}")])?;
+    let client = plane.client().await?;
+    create_foo(&client, &ns, "example", "example-web", Some(3)).await?;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
+    let cm = wait::until("the ConfigMap example-info", Duration::from_secs(60), || async {
+        match api.get_opt("example-info").await.map_err(|e| e.to_string())? {
+            Some(cm) => Ok(Some(cm)),
+            None => Err("not yet".to_string()),
+        }
+    })
+    .await?;
+    let data = cm.data.clone().unwrap_or_default();
+    assert_eq!(data.get("deploymentName").map(String::as_str), Some("example-web"), "{data:?}");
+    assert_eq!(data.get("replicas").map(String::as_str), Some("3"), "{data:?}");
+    let owner = cm.metadata.owner_references.unwrap_or_default();
+    assert!(owner.iter().any(|o| o.kind == "Foo" && o.controller == Some(true)), "controlled by the Foo: {owner:?}");
+    event_with_reason(&client, &ns, "example", "Synced").await?;
+    // A Foo without deploymentName: the plugin's own Warning, nothing written.
+    create_foo(&client, &ns, "incomplete", "", None).await?;
+    let e = event_with_reason(&client, &ns, "incomplete", "InvalidSpec").await?;
+    assert_eq!(e.note.as_deref(), Some("spec.deploymentName is required"));
+    assert!(api.get_opt("incomplete-info").await?.is_none());
+    assert_eq!(host.metric("kwop_plugin_errors_total", &[])?, 0.0);
+    Ok(())
+}
+
+/// The whole path for one language: new, native tests, build, fixtures, cluster.
+async fn new_plugin_works(lang: &str) -> anyhow::Result<()> {
+    let name = format!("hello-{lang}");
+    let dir = scaffold(&name, lang);
+    run(&dir, "./test.sh", &[]);
+    run(&dir, "./build.sh", &[]);
+    let wasm = dir.join("dist/plugin.wasm");
+    let info = run(&dir, KWOP, &["plugin", "inspect", "dist/plugin.wasm"]);
+    assert!(info.contains(&format!("\"name\": \"{name}\"")), "{info}");
+    let out = run(&dir, KWOP, &["plugin", "test", "dist/plugin.wasm", "fixtures", "--crd", "crds/foo.yaml"]);
+    assert!(out.contains("3 passed, 0 failed"), "{out}");
+    runs_on_the_cluster(&wasm, &name).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_new_rust_plugin_builds_passes_its_tests_and_runs_on_the_cluster() -> anyhow::Result<()> {
+    new_plugin_works("rust").await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_new_javascript_plugin_builds_passes_its_tests_and_runs_on_the_cluster() -> anyhow::Result<()> {
+    new_plugin_works("js").await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_new_python_plugin_builds_passes_its_tests_and_runs_on_the_cluster() -> anyhow::Result<()> {
+    new_plugin_works("python").await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_new_c_plugin_builds_passes_its_tests_and_runs_on_the_cluster() -> anyhow::Result<()> {
+    new_plugin_works("c").await
+}
+
+#[test]
+fn a_native_test_that_breaks_fails_the_test_script() {
+    // The native test harness must be able to fail: break the logic, expect ./test.sh to fail.
+    let dir = scaffold("broken-js", "js");
+    let p = dir.join("src/plugin.js");
+    let text = std::fs::read_to_string(&p).expect("plugin.js");
+    std::fs::write(&p, text.replace("`${foo.metadata.name}-info`", "`${foo.metadata.name}-other`")).expect("write");
+    let out = Command::new("./test.sh").current_dir(&dir).output().expect("runs");
+    assert!(!out.status.success(), "a broken plugin passed its unit tests");
+}
+
+#[test]
+fn plugin_new_refuses_a_bad_name_and_an_unknown_language() {
+    let dir = outside("refusals");
+    let out = Command::new(KWOP).args(["plugin", "new", "Bad_Name", "--lang", "js"]).current_dir(&dir).output().expect("runs");
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("DNS label"));
+    let out = Command::new(KWOP).args(["plugin", "new", "ok", "--lang", "cobol"]).current_dir(&dir).output().expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("available: c, js, python, rust"), "{err}");
+    assert!(std::fs::read_dir(&dir).expect("dir").next().is_none(), "nothing written");
+}
