@@ -6,4 +6,4 @@ pub mod jail;
 pub mod layout;
 
 pub use jail::{Container, Mount};
-pub use layout::Image;
+pub use layout::{Descriptor, Image};
