@@ -18,9 +18,18 @@ pub trait CacheView: Send + Sync {
     }
 }
 
-/// The view one reconcile gets: `get` without a namespace means the primary's namespace for
-/// namespaced kinds (as the WIT says), and nothing changes for cluster-scoped kinds. Used by the
-/// host and by the offline CLI alike, so both resolve namespaces the same way.
+/// The namespace a `cache.get` reads: the one given, else the primary's for a namespaced kind (as
+/// `object-ref` documents `none`), else none (a cluster-scoped kind). A kind whose scope the view
+/// does not know counts as namespaced. The host's recording view and the offline CLI's
+/// [`PrimaryScope`] both use this rule, so both resolve namespaces the same way.
+pub fn read_namespace<'a>(namespaced: Option<bool>, given: Option<&'a str>, primary: Option<&'a str>) -> Option<&'a str> {
+    match given.filter(|n| !n.is_empty()) {
+        None if namespaced.unwrap_or(true) => primary,
+        other => other,
+    }
+}
+
+/// The view one reconcile gets offline: `get` without a namespace resolves by [`read_namespace`].
 pub struct PrimaryScope {
     inner: std::sync::Arc<dyn CacheView>,
     namespace: Option<String>,
@@ -35,12 +44,7 @@ impl PrimaryScope {
 
 impl CacheView for PrimaryScope {
     fn get(&self, kind: &Gvk, namespace: Option<&str>, name: &str) -> Option<String> {
-        let namespace = namespace.filter(|n| !n.is_empty());
-        let namespace = match namespace {
-            None if self.inner.namespaced(kind).unwrap_or(true) => self.namespace.as_deref(),
-            other => other,
-        };
-        self.inner.get(kind, namespace, name)
+        self.inner.get(kind, read_namespace(self.inner.namespaced(kind), namespace, self.namespace.as_deref()), name)
     }
     fn query(&self, kind: &Gvk, namespace: Option<&str>, selector: &Selector) -> Vec<String> {
         self.inner.query(kind, namespace, selector)

@@ -16,7 +16,7 @@ mod output;
 pub mod sandbox;
 
 pub use bindings::wit;
-pub use cache_view::{CacheView, PrimaryScope, StaticCache};
+pub use cache_view::{read_namespace, CacheView, PrimaryScope, StaticCache};
 pub use engine::{EngineConfig, Limits, PluginEngine};
 pub use info::PluginInfo;
 pub use loader::{LoadError, LoadedPlugin, Session};
