@@ -15,16 +15,15 @@ use kube::api::{Api, PostParams};
 use kwop_tests::{wait, ControlPlane, Mode};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
+use kwop_tests::scaffolds::{build, patch, scaffold};
 use std::process::Command;
-use kwop_tests::scaffolds::{patch, run, scaffold};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-
 /// The JS template, patched: a Foo named `throws` makes plugin.js throw `Error("boom")`; one
-/// named `wrapped-status` returns its status as `{"status": {...}}`; `reads-<ns>` looks up a
-/// ConfigMap `peer` with no namespace and copies what it found; everything is printed with
-/// console.log.
+/// named `wrapped-status` returns its status as `{"status": {...}}`; every Foo looks up a
+/// ConfigMap `peer` with no namespace (`cache.get` with none) and `peer2` in the Foo's namespace,
+/// and copies what it found; each reconcile says so with console.log.
 fn js_plugin() -> &'static PathBuf {
     static WASM: OnceLock<PathBuf> = OnceLock::new();
     WASM.get_or_init(|| {
@@ -33,12 +32,11 @@ fn js_plugin() -> &'static PathBuf {
             &dir,
             "src/plugin.js",
             "  const existing = host.get(CONFIGMAP, foo.metadata.namespace, name);",
-            "  console.log(`reconciling ${foo.metadata.name}`);\n  if (foo.metadata.name === 'throws') throw new Error('boom');\n  const existing = host.get(CONFIGMAP, foo.metadata.namespace, name);\n  const peer = host.get(CONFIGMAP, undefined, 'peer');",
+            "  console.log(`reconciling ${foo.metadata.name}`);\n  if (foo.metadata.name === 'throws') throw new Error('boom');\n  const existing = host.get(CONFIGMAP, foo.metadata.namespace, name);\n  const peer = host.get(CONFIGMAP, undefined, 'peer');\n  const peer2 = host.get(CONFIGMAP, foo.metadata.namespace, 'peer2');",
         );
         patch(&dir, "src/plugin.js", "status: undefined,", "status: foo.metadata.name === 'wrapped-status' ? { status: { availableReplicas: 1 } } : undefined,");
-        patch(&dir, "src/plugin.js", "replicas: String(spec.replicas ?? 1),", "replicas: String(spec.replicas ?? 1),\n      peer: peer ? peer.data.value : 'none',");
-        run(&dir, "./build.sh", &[]);
-        dir.join("dist/plugin.wasm")
+        patch(&dir, "src/plugin.js", "replicas: String(spec.replicas ?? 1),", "replicas: String(spec.replicas ?? 1),\n      peer: peer ? peer.data.value : 'none',\n      peer2: peer2 ? peer2.data.value : 'none',");
+        build(&dir)
     })
 }
 
@@ -49,8 +47,7 @@ fn python_plugin() -> &'static PathBuf {
         let dir = scaffold(KWOP, "mistakes-py", "python");
         patch(&dir, "src/app.py", "status=None if status is None else _json(status, \"status\"),", "status=status,");
         patch(&dir, "src/plugin.py", "\"status\": None,", "\"status\": {\"availableReplicas\": 1},");
-        run(&dir, "./build.sh", &[]);
-        dir.join("dist/plugin.wasm")
+        build(&dir)
     })
 }
 
@@ -139,23 +136,39 @@ fn a_number_in_configmap_data_is_refused_offline() {
     assert!(m.contains("ConfigMap \"n\": .data.replicas: invalid type: integer `1`, expected a string"), "{m}");
 }
 
-/// The same plugin and the same world, offline and on the cluster: a primary without a
-/// namespace, an observed ConfigMap without one, and `cache.get` with none.
+/// The same plugin and the same world, offline and on the cluster (issue 22, point 3), each rule
+/// on its own value: the primary has no namespace (offline: `default`, as kubectl), `peer` has an
+/// explicit namespace and is read with `cache.get` and none (the primary's namespace), `peer2`
+/// has no namespace (offline: the primary's) and is read with the Foo's namespace.
 #[tokio::test(flavor = "multi_thread")]
 async fn offline_namespaces_resolve_as_on_the_cluster() -> anyhow::Result<()> {
     let d = tmp("parity");
     let primary = write(&d, "p.yaml", &foo_doc("parity", None));
-    let peer = json!({ "apiVersion": "v1", "kind": "ConfigMap", "metadata": { "name": "peer" }, "data": { "value": "from-the-cache" } });
-    let observed = write(&d, "o.yaml", &peer);
+    let peer = |name: &str, value: &str, ns: Option<&str>| {
+        let mut o = json!({ "apiVersion": "v1", "kind": "ConfigMap", "metadata": { "name": name }, "data": { "value": value } });
+        if let Some(ns) = ns {
+            o["metadata"]["namespace"] = json!(ns);
+        }
+        o
+    };
+    let observed = write(&d, "o.yaml", &json!({ "apiVersion": "v1", "kind": "List", "items": [
+        peer("peer", "read-with-none", Some("default")),
+        peer("peer2", "observed-without-namespace", None),
+    ] }));
     let (ok, offline, err) = reconcile(js_plugin(), &["--primary", &primary.display().to_string(), "--observed", &observed.display().to_string()]);
-    assert!(ok, "{offline} {err}");
-    assert_eq!(offline["apply"][0]["data"]["peer"], "from-the-cache", "{offline}");
+    assert!(ok, "a primary without a namespace: {offline} {err}");
+    let data = &offline["apply"][0]["data"];
+    assert_eq!(offline["apply"][0]["metadata"]["namespace"], "default", "{offline}");
+    assert_eq!(data["peer"], "read-with-none", "cache.get with none: {offline}");
+    assert_eq!(data["peer2"], "observed-without-namespace", "an observed object without a namespace: {offline}");
 
     let plane = ControlPlane::shared(Mode::Api)?;
     let ns = plane.namespace("parity")?;
     let client = plane.client().await?;
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
-    cms.create(&PostParams::default(), &serde_json::from_value(peer)?).await?;
+    for o in [peer("peer", "read-with-none", None), peer("peer2", "observed-without-namespace", None)] {
+        cms.create(&PostParams::default(), &serde_json::from_value(o)?).await?;
+    }
     let dir = kwop_tests::plugins::folder(&[("mistakes.wasm", &js_plugin().display().to_string())])?;
     let _host = host(plane, &dir, &[&format!("--namespace={ns}")])?;
     create_foo(&client, &ns, "parity", "web", None).await?;
@@ -164,7 +177,9 @@ async fn offline_namespaces_resolve_as_on_the_cluster() -> anyhow::Result<()> {
     })
     .await?;
     let online = cm.data.unwrap_or_default();
-    for (k, v) in offline["apply"][0]["data"].as_object().into_iter().flatten() {
+    let offline_data = data.as_object().cloned().unwrap_or_default();
+    assert_eq!(online.len(), offline_data.len(), "offline {offline} vs cluster {online:?}");
+    for (k, v) in &offline_data {
         assert_eq!(online.get(k).map(String::as_str), v.as_str(), "{k}: offline {offline} vs cluster {online:?}");
     }
     Ok(())
@@ -190,6 +205,12 @@ async fn errors_in_the_plugins_language_are_warning_events() -> anyhow::Result<(
     assert!(!note.contains("wit_dylib"), "no wasm backtrace in the event: {note}");
     let log = host.log();
     assert!(log.contains("reconciling throws"), "console.log in the host's log");
+    // Mistake 6 on the cluster: a status wrapped in `status` is refused by the API server; that
+    // is a Warning event with the API server's message, not a quiet retry loop.
+    create_foo(&client, &ns, "wrapped-status", "web", None).await?;
+    let e = event_with_reason(&client, &ns, "wrapped-status", "WriteFailed").await?;
+    let note = e.note.unwrap_or_default();
+    assert!(note.contains(".status.status: field not declared in schema"), "{note}");
     Ok(())
 }
 
@@ -201,7 +222,10 @@ async fn a_rust_panic_is_a_warning_event_with_its_message() -> anyhow::Result<()
     let client = plane.client().await?;
     let dir = kwop_tests::plugins::folder(&[("chaos.wasm", kwop_tests::plugins::CHAOS)])?;
     let _host = host(plane, &dir, &[&format!("--namespace={ns}")])?;
-    let ar = kube::core::ApiResource::from_gvk(&kube::core::GroupVersionKind::gvk("test.kwop.dev", "v1", "Chaos"));
+    let ar = kube::core::ApiResource::from_gvk_with_plural(
+        &kube::core::GroupVersionKind::gvk("test.kwop.dev", "v1", "Chaos"),
+        "chaos",
+    );
     let api: Api<kube::api::DynamicObject> = Api::namespaced_with(client.clone(), &ns, &ar);
     let obj = json!({ "apiVersion": "test.kwop.dev/v1", "kind": "Chaos", "metadata": { "name": "boom" }, "spec": { "mode": "panic" } });
     api.create(&PostParams::default(), &serde_json::from_value(obj)?).await?;

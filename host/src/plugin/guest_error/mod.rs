@@ -128,8 +128,17 @@ fn python_error_in_panic(message: &str) -> Option<String> {
     if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.') {
         return None;
     }
-    let args = rest[open + 1..].rsplit_once("), traceback").map(|(a, _)| a).unwrap_or(&rest[open + 1..]);
-    let text = args.trim_end_matches(')').trim_matches(|c| c == '"' || c == '\'');
+    let inner = &rest[open + 1..];
+    let args = match inner.rsplit_once("), traceback") {
+        Some((a, _)) => a,
+        None => inner.trim_end().trim_end_matches('}').trim_end().strip_suffix(')').unwrap_or(inner),
+    };
+    // The repr of the exception's argument: one pair of quotes around the message, whose own
+    // quotes stay (`"'dict' object is not an instance of 'str'"`).
+    let text = ['"', '\'']
+        .iter()
+        .find_map(|q| args.strip_prefix(*q).and_then(|t| t.strip_suffix(*q)))
+        .unwrap_or(args);
     Some(format!("{name}: {text}"))
 }
 
