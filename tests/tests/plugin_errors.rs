@@ -158,7 +158,6 @@ async fn offline_namespaces_resolve_as_on_the_cluster() -> anyhow::Result<()> {
     let (ok, offline, err) = reconcile(js_plugin(), &["--primary", &primary.display().to_string(), "--observed", &observed.display().to_string()]);
     assert!(ok, "a primary without a namespace: {offline} {err}");
     let data = &offline["apply"][0]["data"];
-    assert_eq!(offline["apply"][0]["metadata"]["namespace"], "default", "{offline}");
     assert_eq!(data["peer"], "read-with-none", "cache.get with none: {offline}");
     assert_eq!(data["peer2"], "observed-without-namespace", "an observed object without a namespace: {offline}");
 

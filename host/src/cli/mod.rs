@@ -87,10 +87,10 @@ pub struct RunArgs {
     pub namespace: Option<String>,
     /// Address of /metrics (also serves the probes unless --health-probe-bind-address differs);
     /// "0" disables.
-    #[arg(long, alias = "metrics-addr", default_value = "127.0.0.1:8080")]
+    #[arg(long, alias = "metrics-addr", default_value = "127.0.0.1:8080", env = "KWOP_METRICS_BIND_ADDRESS")]
     pub metrics_bind_address: String,
     /// Address of /healthz, /readyz and /plugins.
-    #[arg(long, default_value = "127.0.0.1:8081")]
+    #[arg(long, default_value = "127.0.0.1:8081", env = "KWOP_HEALTH_PROBE_BIND_ADDRESS")]
     pub health_probe_bind_address: String,
     /// Elect a leader through a Lease; only the leader reconciles.
     #[arg(long)]
