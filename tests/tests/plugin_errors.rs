@@ -204,6 +204,10 @@ async fn errors_in_the_plugins_language_are_warning_events() -> anyhow::Result<(
     assert!(!note.contains("wit_dylib"), "no wasm backtrace in the event: {note}");
     let log = host.log();
     assert!(log.contains("reconciling throws"), "console.log in the host's log");
+    // console.log is stdout: info, under the target users filter on; no colour codes in a file.
+    let line = log.lines().find(|l| l.contains("reconciling throws")).unwrap_or_default();
+    assert!(line.contains(" INFO ") && line.contains("kwop::plugin"), "{line}");
+    assert!(!log.contains('\u{1b}'), "colour codes in a log written to a file");
     // Mistake 6 on the cluster: a status wrapped in `status` is refused by the API server; that
     // is a Warning event with the API server's message, not a quiet retry loop.
     create_foo(&client, &ns, "wrapped-status", "web", None).await?;

@@ -131,7 +131,8 @@ fn the_readme_guide_works(plane: &ControlPlane) -> PathBuf {
     let log = std::fs::read_to_string(dir.join("kwop.log")).unwrap_or_default();
     assert!(out.status.success(), "the README guide failed:\n{text}\nkwop.log:\n{log}");
     assert!(text.contains("3 passed, 0 failed"), "{text}");
-    let data = text.lines().last().unwrap_or_default();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let data = stdout.lines().last().unwrap_or_default();
     let data: serde_json::Value = serde_json::from_str(data).unwrap_or_else(|e| panic!("{e}: the last line is the ConfigMap's data: {text}"));
     assert_eq!(data, serde_json::json!({ "foo": "example", "deploymentName": "example-web", "replicas": "2" }), "{text}");
     dir
