@@ -94,9 +94,29 @@ fn a_new_javascript_plugin_builds_and_passes_its_tests() {
     new_plugin_passes_its_tests("js");
 }
 
+/// The C one (the quickest to build) also shows a failing fixture's field diff and `--update`.
 #[test]
-fn a_new_c_plugin_builds_and_passes_its_tests() {
-    new_plugin_passes_its_tests("c");
+fn a_new_c_plugin_builds_and_passes_its_tests_and_its_fixtures_diff_and_update() {
+    let (dir, _) = new_plugin_passes_its_tests("c");
+    let expected = dir.join("fixtures/creates-the-configmap/expected.json");
+    let good = std::fs::read_to_string(&expected).expect("expected.json");
+    assert!(good.contains("\"replicas\": \"2\""), "{good}");
+    std::fs::write(&expected, good.replace("\"replicas\": \"2\"", "\"replicas\": \"9\"")).expect("write");
+    let out = Command::new(KWOP)
+        .args(["plugin", "test", "dist/plugin.wasm", "fixtures", "--crd", "crds/foo.yaml"])
+        .current_dir(&dir)
+        .output()
+        .expect("kwop runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{text}");
+    assert!(text.contains(".apply[0].data.replicas: expected \"9\", got \"2\"") && text.contains("2 passed, 1 failed"), "{text}");
+    assert!(text.contains("--update"), "says how to accept the new outcome: {text}");
+    let out = run(&dir, KWOP, &["plugin", "test", "--update", "dist/plugin.wasm", "fixtures"]);
+    assert!(out.contains("1 expected.json written"), "{out}");
+    let rewritten: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&expected).expect("rewritten")).expect("json");
+    assert_eq!(rewritten, serde_json::from_str::<serde_json::Value>(&good).expect("json"));
+    let out = run(&dir, KWOP, &["plugin", "test", "dist/plugin.wasm", "fixtures"]);
+    assert!(out.contains("3 passed, 0 failed"), "{out}");
 }
 
 /// The README's "Your first plugin in five minutes", run line by line as a user would type it
