@@ -217,7 +217,8 @@ async fn errors_in_the_plugins_language_are_warning_events() -> anyhow::Result<(
     Ok(())
 }
 
-/// On the cluster: a Rust panic's message is the Warning event, not the wasm trap.
+/// On the cluster: a Rust panic's message is the Warning event, not the wasm trap; a failure
+/// without events of its own gets the host's Warning `ReconcileFailed`.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_rust_panic_is_a_warning_event_with_its_message() -> anyhow::Result<()> {
     let plane = ControlPlane::shared(Mode::Api)?;
@@ -236,5 +237,10 @@ async fn a_rust_panic_is_a_warning_event_with_its_message() -> anyhow::Result<()
     let note = e.note.unwrap_or_default();
     assert!(note.contains("chaos plugin panics on purpose (panicked at"), "{note}");
     assert!(!note.contains("wasm backtrace"), "{note}");
+    // A failure the plugin reports without a Warning of its own still leaves one, with its message.
+    let obj = json!({ "apiVersion": "test.kwop.dev/v1", "kind": "Chaos", "metadata": { "name": "quiet" }, "spec": { "mode": "no-such-mode" } });
+    api.create(&PostParams::default(), &serde_json::from_value(obj)?).await?;
+    let e = event_with_reason(&client, &ns, "quiet", "ReconcileFailed").await?;
+    assert_eq!(e.note.as_deref(), Some("unknown mode no-such-mode"));
     Ok(())
 }
