@@ -16,6 +16,8 @@ import (
 
 // bind connects the exported reconciler, the cache and the log to the WIT bindings.
 func bind() {
+	// Export runs in an init function: the WASI adapter has taken its memory by now.
+	witRuntime.MarkArena()
 	logSink = func(level LogLevel, message string) { kwop_reconciler_log.Log(uint8(level), message) }
 	export_wit_world.InfoFunc = func() wit.PluginInfo { return witInfo(exported.info()) }
 	export_wit_world.ReconcileFunc = reconcileExport

@@ -14,6 +14,11 @@
 // host passed in (the kwop SDK calls it when a reconcile returns: it decodes everything it hands
 // to user code into Go values first). A kwop instance serves one call, so without a reset the
 // memory simply goes away with the instance.
+//
+// Not everything is the host's: the WASI adapter allocates its stack and its state through
+// `cabi_realloc` too, on its first use (during `_initialize`, when the Go runtime starts), and
+// keeps them for the instance's life. `MarkArena` (called by the SDK from an init function, after
+// that) closes the chunks allocated so far: `ResetArena` reuses only the chunks taken after it.
 
 package runtime
 
@@ -34,9 +39,11 @@ type arenaHeader struct {
 const arenaHeaderSize = unsafe.Sizeof(arenaHeader{})
 
 var (
-	arenaFirst uintptr // first chunk, 0 before the first allocation
-	arenaCur   uintptr // chunk being filled
-	arenaNext  uintptr // first free byte in arenaCur
+	arenaFirst  uintptr // first chunk, 0 before the first allocation
+	arenaCur    uintptr // chunk being filled
+	arenaNext   uintptr // first free byte in arenaCur
+	arenaMarked bool    // MarkArena was called
+	arenaReuse  uintptr // first chunk taken after MarkArena: where ResetArena starts again
 )
 
 func arenaChunk(at uintptr) *arenaHeader {
@@ -80,6 +87,9 @@ func arenaAlloc(size, align uintptr) unsafe.Pointer {
 		panic("cabi_realloc: out of memory")
 	}
 	*arenaChunk(base) = arenaHeader{size: n}
+	if arenaMarked && arenaReuse == 0 {
+		arenaReuse = base
+	}
 	if arenaCur == 0 {
 		arenaFirst = base
 	} else {
@@ -90,20 +100,20 @@ func arenaAlloc(size, align uintptr) unsafe.Pointer {
 	return arenaAlloc(size, align)
 }
 
-// ResetArena makes every chunk reusable by later `cabi_realloc` calls. Whatever the host passed
-// in before must no longer be used.
-func ResetArena() {
-	arenaCur = arenaFirst
-	if arenaFirst != 0 {
-		arenaNext = arenaFirst + arenaHeaderSize
+// MarkArena keeps what was allocated so far for good: later allocations start a new chunk, and
+// ResetArena reuses only those.
+func MarkArena() {
+	arenaMarked = true
+	if arenaCur != 0 {
+		arenaNext = arenaCur + arenaChunk(arenaCur).size // the current chunk takes no more
 	}
 }
 
-// ArenaBytes is the memory the arena holds (the sum of its chunks), for tests and diagnostics.
-func ArenaBytes() uintptr {
-	var total uintptr
-	for at := arenaFirst; at != 0; at = arenaChunk(at).next {
-		total += arenaChunk(at).size
+// ResetArena makes the chunks taken after MarkArena reusable by later `cabi_realloc` calls.
+// Whatever the host passed in since must no longer be used. Without MarkArena it does nothing.
+func ResetArena() {
+	if arenaReuse != 0 {
+		arenaCur = arenaReuse
+		arenaNext = arenaReuse + arenaHeaderSize
 	}
-	return total
 }
