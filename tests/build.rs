@@ -43,6 +43,7 @@ fn main() {
     build(&root, &out, "guest-foo", &["v2"], "guest_foo.wasm", "KWOP_PLUGIN_GUEST_FOO_V2");
     build(&root, &out, "plugin-chaos", &[], "plugin_chaos.wasm", "KWOP_PLUGIN_CHAOS");
     build(&root, &out, "not-a-plugin", &[], "not-a-plugin.wasm", "KWOP_PLUGIN_WRONG_WORLD");
+    build(&root, &out, "plugin-selfheal", &[], "plugin_selfheal.wasm", "KWOP_PLUGIN_SELFHEAL");
     println!("cargo:rerun-if-env-changed=CARGO_TARGET_DIR");
     for p in ["../wit", "../guest-foo/src", "../guest-foo/Cargo.toml", "plugins"] {
         println!("cargo:rerun-if-changed={p}");

@@ -8,6 +8,8 @@ pub const GUEST_FOO: &str = env!("KWOP_PLUGIN_GUEST_FOO");
 pub const GUEST_FOO_V2: &str = env!("KWOP_PLUGIN_GUEST_FOO_V2");
 /// The misbehaving test plugin (tests/plugins/chaos).
 pub const CHAOS: &str = env!("KWOP_PLUGIN_CHAOS");
+/// Heal → Service + ConfigMap copying a read Deployment's status (tests/plugins/selfheal).
+pub const SELFHEAL: &str = env!("KWOP_PLUGIN_SELFHEAL");
 /// A valid component of another world (a WASI command).
 pub const WRONG_WORLD: &str = env!("KWOP_PLUGIN_WRONG_WORLD");
 

@@ -245,16 +245,26 @@ impl CacheView for Caches {
     }
 
     fn query(&self, kind: &Gvk, namespace: Option<&str>, selector: &Selector) -> Vec<String> {
+        self.query_objects(kind, namespace, selector).iter().filter_map(|o| to_json(o)).collect()
+    }
+}
+
+impl Caches {
+    /// Objects of a kind, optionally in one namespace, matching a selector, in a stable order.
+    pub fn query_objects(&self, kind: &Gvk, namespace: Option<&str>, selector: &Selector) -> Vec<Arc<DynamicObject>> {
         let Some(k) = self.kinds.get(kind) else {
             return Vec::new();
         };
-        k.store
+        let mut out: Vec<Arc<DynamicObject>> = k
+            .store
             .state()
             .into_iter()
             .filter(|o| namespace.is_none() || o.metadata.namespace.as_deref() == namespace)
-            .filter(|o| selector.matches(&o.labels().clone()))
-            .filter_map(|o| to_json(&o))
-            .collect()
+            .filter(|o| selector.matches(o.labels()))
+            .collect();
+        // A stable order, so the plugin's input does not depend on the store's hashing.
+        out.sort_by(|a, b| (&a.metadata.namespace, &a.metadata.name).cmp(&(&b.metadata.namespace, &b.metadata.name)));
+        out
     }
 }
 
