@@ -3,6 +3,8 @@
 # of the world kwop:reconciler@0.1.0, with standard Go (no TinyGo).
 #
 #   wit/go/build.sh [PLUGIN_DIR [OUT]]   defaults: PLUGIN_DIR=. , OUT=PLUGIN_DIR/dist/plugin.wasm
+#   wit/go/build.sh --go-bin             prints the folder of the go command it builds with (for
+#                                        PATH: `go mod init`, `go test`), fetching Go if needed
 #
 # Works from any folder. The first run installs what is missing, into ~/.cache/kwop/guests/go:
 #   - Go >= 1.25: the one on PATH, else go1.26.8 from the Go module proxy (golang.org/toolchain);
@@ -20,6 +22,14 @@ set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 WIT="$(cd "$HERE/.." && pwd)"
+if [ "${1:-}" = --go-bin ]; then
+    # shellcheck source=tools.sh
+    source "$HERE/tools.sh"
+    GO_LOG="$GO_CACHE/build.log"
+    ensure_go
+    dirname "$GO"
+    exit 0
+fi
 PLUGIN="$(cd "${1:-.}" && pwd)"
 OUT="${2:-$PLUGIN/dist/plugin.wasm}"
 case "$OUT" in /*) ;; *) OUT="$PWD/$OUT" ;; esac
