@@ -94,7 +94,11 @@ declare module 'kwop:reconciler/types@0.1.0' {
      */
     owns: Array<Gvk>,
     /**
-     * Other kinds the plugin may read from the cache (no triggers, no writes).
+     * Other kinds the plugin may read from the cache (no writes). What a reconcile read
+     * through `cache.get` / `cache.query` (including a `get` that found nothing) is
+     * remembered per primary: a later change to a matching object (created, modified,
+     * deleted) reconciles that primary again within about 20 ms. No other change of these
+     * kinds triggers anything.
      */
     reads: Array<Gvk>,
   }
@@ -124,6 +128,10 @@ declare module 'kwop:reconciler/types@0.1.0' {
      * omitted (it defaults to the primary's). Only kinds listed in `owns`. Do not set
      * `metadata.ownerReferences`: the host sets the controller reference to the primary.
      * The host writes nothing for an intent the observed object already satisfies.
+     * Co-ownership: fields this plugin does not set stay whoever's they are (a label or an
+     * annotation added by hand survives). A field it sets is restored when someone changes
+     * it; in a keyed list (ports, containers, env, …) an item changed or added by someone
+     * else is removed and the list becomes exactly the intent's.
      */
     apply: Array<Json>,
     /**

@@ -69,7 +69,11 @@ type PluginInfo struct {
 	// Kinds the plugin creates and controls. A change to one of these that is controlled by
 	// a primary triggers that primary's reconcile.
 	Owns []Gvk
-	// Other kinds the plugin may read from the cache (no triggers, no writes).
+	// Other kinds the plugin may read from the cache (no writes). What a reconcile read
+	// through `cache.get` / `cache.query` (including a `get` that found nothing) is
+	// remembered per primary: a later change to a matching object (created, modified,
+	// deleted) reconciles that primary again within about 20 ms. No other change of these
+	// kinds triggers anything.
 	Reads []Gvk
 }
 
@@ -91,6 +95,10 @@ type Outcome struct {
 	// omitted (it defaults to the primary's). Only kinds listed in `owns`. Do not set
 	// `metadata.ownerReferences`: the host sets the controller reference to the primary.
 	// The host writes nothing for an intent the observed object already satisfies.
+	// Co-ownership: fields this plugin does not set stay whoever's they are (a label or an
+	// annotation added by hand survives). A field it sets is restored when someone changes
+	// it; in a keyed list (ports, containers, env, …) an item changed or added by someone
+	// else is removed and the list becomes exactly the intent's.
 	Apply []string
 	// Objects to delete. Only objects this primary controls; deleting something already
 	// gone is not an error.
