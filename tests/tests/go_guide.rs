@@ -26,7 +26,7 @@ const SUBSTITUTIONS: &[(&str, &str, &str)] = &[
         ": kwop is the binary under test, first on PATH",
         "no release build inside the suite",
     ),
-    ("(cd $KWOP && scripts/dev-cluster start)", ": the test's control plane is running", "the test's plane"),
+    ("(cd $KWOP && scripts/dev-cluster start)", ": the control plane of the test is running", "the test's plane"),
     ("export KUBECONFIG=$KWOP/.kwop/dev/kubeconfig", "export KUBECONFIG='{kubeconfig}'", "the test's plane"),
     ("(cd $KWOP && scripts/dev-cluster stop)", ": the test stops its plane", "the test's plane"),
 ];
