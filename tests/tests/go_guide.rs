@@ -192,11 +192,20 @@ fn a_new_user_follows_the_go_guide_and_the_plugin_runs_on_the_cluster() -> anyho
     // What the host wrote: the ConfigMap, controlled by the Foo.
     let foo: serde_json::Value =
         serde_json::from_str(&plane.kubectl_output(&["get", "-n", "default", "foo/example", "-o", "json"])?)?;
-    let cm: serde_json::Value =
-        serde_json::from_str(&plane.kubectl_output(&["get", "-n", "default", "configmap/example-info", "-o", "json"])?)?;
+    let cm: serde_json::Value = serde_json::from_str(&plane.kubectl_output(&[
+        "get",
+        "-n",
+        "default",
+        "configmap/example-info",
+        "-o",
+        "json",
+    ])?)?;
     assert_eq!(cm["data"], serde_json::json!({ "deployment": "web", "replicas": "2" }));
     let owner = &cm["metadata"]["ownerReferences"][0];
-    assert_eq!((&owner["kind"], &owner["uid"], &owner["controller"]), (&"Foo".into(), &foo["metadata"]["uid"], &true.into()));
+    assert_eq!(
+        (&owner["kind"], &owner["uid"], &owner["controller"]),
+        (&"Foo".into(), &foo["metadata"]["uid"], &true.into())
+    );
 
     for what in ["foo/example", "configmap/example-info"] {
         plane.kubectl_output(&["delete", "-n", "default", "--ignore-not-found", what]).ok();
