@@ -178,9 +178,9 @@ async fn a_plugin_reacts_at_once_when_an_object_it_read_changes() -> anyhow::Res
         deployments.patch_status("backend", &PatchParams::default(), &Patch::Merge(&status)).await?;
         let changed = Instant::now();
         let want: &'static str = if n == 2 { "2" } else { "3" };
-        // The issue asks for "within a second"; measured here in ~0.1 s. The bound leaves room
-        // for a loaded CI machine, and a resync (10 minutes away) cannot be the cause.
-        wait::until("the ConfigMap to follow the Deployment's status", Duration::from_secs(2), copied(want)).await?;
+        // Within a second, as the issue asks (measured here at ~0.1 s); a resync (10 minutes
+        // away) cannot be the cause.
+        wait::until("the ConfigMap to follow the Deployment's status", Duration::from_secs(1), copied(want)).await?;
         eprintln!("read change → ConfigMap updated in {:?}", changed.elapsed());
     }
     Ok(())

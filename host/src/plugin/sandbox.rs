@@ -119,8 +119,11 @@ pub(crate) fn new_store(
     let stdout = Captured::new(limits.output_bytes);
     let stderr = Captured::new(limits.output_bytes);
     // No preopened directories, environment, arguments or network: only clocks and random,
-    // and the cache and log imports of our own world.
+    // and the cache and log imports of our own world. argv[0] alone, the same for every plugin:
+    // programs expect a program name (Go's `flag` and `klog`, hence `k8s.io/api`, index
+    // `os.Args[0]` when they start, and panic without one).
     let wasi = WasiCtx::builder()
+        .arg("kwop-plugin")
         .stdout(stdout.clone())
         .stderr(stderr.clone())
         .allow_tcp(false)

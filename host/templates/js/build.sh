@@ -3,7 +3,8 @@
 #
 #   ./build.sh [OUT]        (default: dist/plugin.wasm)
 #
-# The entry module is src/component.js; the WIT is wit/ in this folder (kwop's own guests use the
+# The entry module is src/component.js, built with the helper module kwop.js next to it
+# (import it as './kwop.js'); the WIT is wit/ in this folder (kwop's own guests use the
 # repository's wit/). The toolchain (componentize-js, pinned by package-lock.json) is installed
 # with `npm ci` once into a shared cache, ~/.cache/kwop/toolchains/js-<hash of the lock>
 # (KWOP_TOOLCHAINS moves it), so many plugins share one 340 MB install. Does nothing when OUT is
@@ -55,28 +56,39 @@ if [ ! -x "$tc/node_modules/.bin/componentize-js" ] || [ ! -f "$tc/.complete" ];
     || fail "npm ci failed: $(grep -m1 -i 'err' "$log" || tail -n1 "$log") (log: $log)"
   touch "$tc/.complete"
 fi
+# node_modules here is the shared install (for editors, tsc and `npm test`), unless there is one.
+[ -e "$here/node_modules" ] || ln -s "$tc/node_modules" "$here/node_modules"
+
+# The helper module kwop.js (the world's exports, an Outcome builder, a fake cache): a plugin
+# made by `kwop plugin new` has its copy in src/; kwop's own guest-foo uses the repository's
+# wit/js/kwop.js, staged next to src/*.js. The module root is that staged copy.
+helper=()
+[ -f "$here/src/kwop.js" ] || [ ! -f "$wit/js/kwop.js" ] || helper=("$wit/js/kwop.js")
 
 # Up to date? OUT newer than the sources, the WIT, the lock file and this script, and built with
 # the same settings (remembered per output path in dist/).
 settings="$engine|$disable|$key"
 marker="$here/dist/.settings-$(printf '%s' "$out" | cksum | cut -d' ' -f1)"
 if [ -f "$out" ] && [ "$(cat "$marker" 2>/dev/null)" = "$settings" ] \
-  && [ -z "$(find "$here/src" "$wit" "$here/package-lock.json" "${BASH_SOURCE[0]}" \
+  && [ -z "$(find "$here/src" "$wit/reconciler.wit" "${helper[@]}" "$here/package-lock.json" "${BASH_SOURCE[0]}" \
     -newer "$out" -type f -print -quit)" ]; then
   echo "build.sh: $out is up to date" >&2
   exit 0
 fi
 
 tmp="$out.tmp.$$"
-trap 'rm -f "$tmp"' EXIT
+stage="$here/dist/stage.$$"
+trap 'rm -rf "$tmp" "$stage"' EXIT
+rm -rf "$stage" && mkdir -p "$stage"
+cp "$here"/src/*.js "${helper[@]}" "$stage/"
 start=$SECONDS
 if [ "$engine" = quickjs ]; then
   build=("$tc/node_modules/.bin/componentize-qjs" --wit "$wit" --world reconciler
-    --js src/component.js --module-root src --sync --stub-wasi --output "$tmp")
+    --js "$stage/component.js" --module-root "$stage" --sync --stub-wasi --output "$tmp")
 else
   # shellcheck disable=SC2206
   flags=($disable)
-  build=("$tc/node_modules/.bin/componentize-js" src/component.js --wit "$wit" --world-name reconciler
+  build=("$tc/node_modules/.bin/componentize-js" "$stage/component.js" --wit "$wit" --world-name reconciler
     --out "$tmp")
   [ ${#flags[@]} -eq 0 ] || build+=(--disable "${flags[@]}")
 fi

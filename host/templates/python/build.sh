@@ -59,19 +59,25 @@ if [ "$mode" = bindings ]; then
   exit 0
 fi
 
-# Up to date? OUT newer than the sources, the WIT, the requirements and this script.
-if [ -f "$out" ] && [ -z "$(find "$here/src" "$wit" "$here/requirements.txt" "${BASH_SOURCE[0]}" \
+# The helper module kwop.py (WitWorld from a plain class, Outcome, Context): a plugin made by
+# `kwop plugin new` has its copy in src/; kwop's own guest-foo uses the repository's
+# wit/python/kwop.py, built in next to src/*.py.
+helper=()
+[ -f "$here/src/kwop.py" ] || [ ! -f "$wit/python/kwop.py" ] || helper=("$wit/python/kwop.py")
+
+# Up to date? OUT newer than the sources, the WIT, the helper, the requirements and this script.
+if [ -f "$out" ] && [ -z "$(find "$here/src" "$wit/reconciler.wit" "${helper[@]}" "$here/requirements.txt" "${BASH_SOURCE[0]}" \
   -newer "$out" -type f ! -name '*.pyc' -print -quit)" ]; then
   echo "build.sh: $out is up to date" >&2
   exit 0
 fi
 
-# componentize-py bundles every file of the Python path: build from a copy of src/*.py, without
-# the __pycache__ a local test run leaves there.
+# componentize-py bundles every file of the Python path: build from a copy of src/*.py and the
+# helper, without the __pycache__ a local test run leaves there.
 tmp="$out.tmp.$$"
 stage="$(mktemp -d)"
 trap 'rm -rf "$tmp" "$stage"' EXIT
-cp "$here"/src/*.py "$stage/"
+cp "$here"/src/*.py "${helper[@]}" "$stage/"
 start=$SECONDS
 if ! (cd "$stage" && RUST_BACKTRACE=0 "$venv/bin/componentize-py" --wit-path "$wit" --world reconciler \
   componentize app --python-path "$stage" --output "$tmp") >"$log" 2>&1; then
