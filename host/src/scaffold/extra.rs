@@ -1,6 +1,7 @@
 //! Files a new plugin gets from elsewhere in the repository, so each exists once: the WIT, the
 //! Foo CRD, the Rust SDK (with a standalone manifest and the workspace's lock file), the pinned
-//! JavaScript and Python toolchains, and the C JSON library.
+//! JavaScript and Python toolchains and helper modules (`wit/js`, `wit/python`, vendored into
+//! `src/`), and the C JSON library.
 
 use super::Vars;
 use std::path::PathBuf;
@@ -15,6 +16,16 @@ const WORKSPACE_MANIFEST: &str = include_str!("../../../Cargo.toml");
 const JS_PACKAGE: &str = include_str!("../../../guest-foo/js/package.json");
 const JS_LOCK: &str = include_str!("../../../guest-foo/js/package-lock.json");
 const PY_REQUIREMENTS: &str = include_str!("../../../guest-foo/python/requirements.txt");
+const JS_HELPER: &str = include_str!("../../../wit/js/kwop.js");
+const JS_HELPER_TYPES: &str = include_str!("../../../wit/js/kwop.d.ts");
+const JS_WIT_TYPES: [(&str, &str); 4] = [
+    ("src/types/reconciler.d.ts", include_str!("../../../wit/js/types/reconciler.d.ts")),
+    ("src/types/interfaces/kwop-reconciler-cache.d.ts", include_str!("../../../wit/js/types/interfaces/kwop-reconciler-cache.d.ts")),
+    ("src/types/interfaces/kwop-reconciler-log.d.ts", include_str!("../../../wit/js/types/interfaces/kwop-reconciler-log.d.ts")),
+    ("src/types/interfaces/kwop-reconciler-types.d.ts", include_str!("../../../wit/js/types/interfaces/kwop-reconciler-types.d.ts")),
+];
+const PY_HELPER: &str = include_str!("../../../wit/python/kwop.py");
+const PY_TESTING: &str = include_str!("../../../wit/python/kwop_testing.py");
 const C_JSON: &str = include_str!("../../../guest-foo/c/src/json.c");
 const C_JSON_H: &str = include_str!("../../../guest-foo/c/src/json.h");
 const C_ESCAPE_TABLE: &str = include_str!("../../../guest-foo/c/src/debug_escape_table.h");
@@ -33,8 +44,15 @@ pub(super) fn files(lang: &str, vars: &Vars) -> Vec<(PathBuf, Vec<u8>)> {
         "js" => {
             out.push(("package.json", renamed_package(JS_PACKAGE, vars, true)));
             out.push(("package-lock.json", renamed_package(JS_LOCK, vars, false)));
+            out.push(("src/kwop.js", JS_HELPER.to_string()));
+            out.push(("src/kwop.d.ts", JS_HELPER_TYPES.to_string()));
+            out.extend(JS_WIT_TYPES.iter().map(|(p, t)| (*p, t.to_string())));
         }
-        "python" => out.push(("requirements.txt", PY_REQUIREMENTS.to_string())),
+        "python" => {
+            out.push(("requirements.txt", PY_REQUIREMENTS.to_string()));
+            out.push(("src/kwop.py", PY_HELPER.to_string()));
+            out.push(("tests/kwop_testing.py", PY_TESTING.to_string()));
+        }
         "c" => {
             out.push(("src/json.c", C_JSON.to_string()));
             out.push(("src/json.h", C_JSON_H.to_string()));

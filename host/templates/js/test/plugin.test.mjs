@@ -1,20 +1,9 @@
-// Native unit tests of src/plugin.js with a fake cache and log: `npm test` (node --test).
+// Native unit tests of src/plugin.js, called as the component calls it (kwop.js's plugin()) over
+// a fake cache that answers as the host does: `./test.sh` (node --test).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { reconcile, info, CONFIGMAP } from '../src/plugin.js';
-
-// A fake host: `objects` is what the cache holds; every log line is kept.
-function fakeHost(objects = []) {
-  const logs = [];
-  return {
-    logs,
-    get: (gvk, ns, name) =>
-      objects.find(
-        (o) => o.kind === gvk.kind && o.metadata.namespace === ns && o.metadata.name === name,
-      ),
-    log: (level, message) => logs.push(`${level}: ${message}`),
-  };
-}
+import { fakeCache, plugin } from '../src/kwop.js';
+import * as definition from '../src/plugin.js';
 
 const foo = (spec) => ({
   apiVersion: 'samplecontroller.k8s.io/v1alpha1',
@@ -23,26 +12,40 @@ const foo = (spec) => ({
   spec,
 });
 
+// One reconcile: { out } or { failure }, and the log lines.
+function run(primary, objects = []) {
+  const logs = [];
+  const log = { log: (level, message) => logs.push(`${level}: ${message}`) };
+  const p = plugin(definition, { cache: fakeCache(objects, primary.metadata.namespace), log });
+  try {
+    return { out: p.reconcile({ primary: JSON.stringify(primary), owned: [] }), logs };
+  } catch (failure) {
+    return { failure, logs };
+  }
+}
+
 test('declares what it touches', () => {
-  assert.deepEqual(info.owns, [CONFIGMAP]);
+  const info = plugin(definition, { cache: fakeCache([]), log: { log() {} } }).info();
+  assert.deepEqual(info.owns, [definition.CONFIGMAP]);
 });
 
 test('a Foo gets a ConfigMap describing it', () => {
-  const host = fakeHost();
-  const out = reconcile(foo({ deploymentName: 'web', replicas: 3 }), host);
-  assert.deepEqual(out.apply[0].data, { foo: 'example', deploymentName: 'web', replicas: '3' });
-  assert.equal(out.apply[0].metadata.name, 'example-info');
+  const { out, logs } = run(foo({ deploymentName: 'web', replicas: 3 }));
+  const cm = JSON.parse(out.apply[0]);
+  assert.equal(cm.metadata.name, 'example-info');
+  assert.deepEqual(cm.data, { foo: 'example', deploymentName: 'web', replicas: '3' });
   assert.equal(out.events[0].reason, 'Synced');
-  assert.deepEqual(host.logs, ['debug: creating ConfigMap example-info']);
+  assert.deepEqual(logs, ['debug: creating ConfigMap example-info']);
 });
 
 test('an existing ConfigMap is updated, not created', () => {
-  const cm = { kind: 'ConfigMap', metadata: { name: 'example-info', namespace: 'default' } };
-  const host = fakeHost([cm]);
-  reconcile(foo({ deploymentName: 'web' }), host);
-  assert.deepEqual(host.logs, ['debug: updating ConfigMap example-info']);
+  const cm = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'example-info', namespace: 'default' } };
+  const { logs } = run(foo({ deploymentName: 'web' }), [cm]);
+  assert.deepEqual(logs, ['debug: updating ConfigMap example-info']);
 });
 
 test('a Foo without deploymentName is a failure, not retried', () => {
-  assert.throws(() => reconcile(foo({}), fakeHost()), (f) => f.retry === false && f.events[0].reason === 'InvalidSpec');
+  const { failure } = run(foo({}));
+  assert.equal(failure.retry, false);
+  assert.equal(failure.events[0].reason, 'InvalidSpec');
 });
