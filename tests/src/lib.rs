@@ -17,9 +17,9 @@ pub mod host;
 pub mod image;
 pub mod plane;
 pub mod plugins;
-pub mod scaffolds;
 pub mod procs;
 pub mod registry;
+pub mod scaffolds;
 pub mod wait;
 
 pub use host::Host;

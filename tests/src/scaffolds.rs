@@ -99,7 +99,8 @@ pub fn build(dir: &Path) -> PathBuf {
     run(dir, "./build.sh", &[]);
     assert!(wasm.is_file(), "./build.sh in {} wrote no dist/plugin.wasm", dir.display());
     std::fs::create_dir_all(&cache).expect("cache folder");
-    let tmp = cache.join(format!(".{}.{}", std::process::id(), cached.file_name().and_then(|n| n.to_str()).unwrap_or("x")));
+    let tmp =
+        cache.join(format!(".{}.{}", std::process::id(), cached.file_name().and_then(|n| n.to_str()).unwrap_or("x")));
     if std::fs::copy(&wasm, &tmp).is_ok() {
         let _ = std::fs::rename(&tmp, &cached);
     }

@@ -12,10 +12,10 @@ mod common;
 use common::*;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
+use kwop_tests::scaffolds::{build, patch, scaffold};
 use kwop_tests::{wait, ControlPlane, Mode};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-use kwop_tests::scaffolds::{build, patch, scaffold};
 use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -113,7 +113,8 @@ fn tmp(name: &str) -> PathBuf {
 #[test]
 fn a_thrown_javascript_error_shows_its_message_and_stack_offline() {
     let d = tmp("js-throws");
-    let (ok, out, err) = reconcile(js_plugin(), &["--primary", &write(&d, "p.yaml", &foo_doc("throws", None)).display().to_string()]);
+    let (ok, out, err) =
+        reconcile(js_plugin(), &["--primary", &write(&d, "p.yaml", &foo_doc("throws", None)).display().to_string()]);
     assert!(!ok, "{out}");
     let m = out["error"]["message"].as_str().unwrap_or_default();
     assert!(m.starts_with("Error: boom\n") && m.contains("plugin.js"), "message and stack: {m}");
@@ -123,7 +124,8 @@ fn a_thrown_javascript_error_shows_its_message_and_stack_offline() {
 #[test]
 fn a_python_dict_for_json_text_names_the_mistake_offline() {
     let d = tmp("py-dict");
-    let (ok, out, _) = reconcile(python_plugin(), &["--primary", &write(&d, "p.yaml", &foo_doc("x", None)).display().to_string()]);
+    let (ok, out, _) =
+        reconcile(python_plugin(), &["--primary", &write(&d, "p.yaml", &foo_doc("x", None)).display().to_string()]);
     assert!(!ok);
     let m = out["error"]["message"].as_str().unwrap_or_default();
     assert!(m.contains("TypeError: 'dict' object is not an instance of 'str'"), "{m}");
@@ -135,7 +137,10 @@ fn a_python_dict_for_json_text_names_the_mistake_offline() {
 fn a_rust_panic_shows_its_message_offline() {
     let d = tmp("rust-panic");
     let chaos = json!({ "apiVersion": "test.kwop.dev/v1", "kind": "Chaos", "metadata": { "name": "boom", "namespace": "default" }, "spec": { "mode": "panic" } });
-    let (ok, out, _) = reconcile(Path::new(kwop_tests::plugins::CHAOS), &["--primary", &write(&d, "p.yaml", &chaos).display().to_string()]);
+    let (ok, out, _) = reconcile(
+        Path::new(kwop_tests::plugins::CHAOS),
+        &["--primary", &write(&d, "p.yaml", &chaos).display().to_string()],
+    );
     assert!(!ok);
     let m = out["error"]["message"].as_str().unwrap_or_default();
     assert!(m.starts_with("plugin trapped: chaos plugin panics on purpose (panicked at"), "{m}");
@@ -148,7 +153,8 @@ fn crd_check_refuses_a_status_wrapped_in_status_with_its_path() {
     let crd = kwop_tests::repo_root().join("crds/foo.yaml");
     let (ok, out, _) = reconcile(js_plugin(), &["--primary", &primary.display().to_string()]);
     assert!(ok, "without --crd nothing knows the schema: {out}");
-    let (ok, out, _) = reconcile(js_plugin(), &["--primary", &primary.display().to_string(), "--crd", &crd.display().to_string()]);
+    let (ok, out, _) =
+        reconcile(js_plugin(), &["--primary", &primary.display().to_string(), "--crd", &crd.display().to_string()]);
     assert!(!ok, "{out}");
     let m = out["error"]["message"].as_str().unwrap_or_default();
     assert!(m.contains(".status.status: field not declared in schema"), "{m}");
@@ -158,7 +164,10 @@ fn crd_check_refuses_a_status_wrapped_in_status_with_its_path() {
 fn a_number_in_configmap_data_is_refused_offline() {
     let d = tmp("cm-number");
     let chaos = json!({ "apiVersion": "test.kwop.dev/v1", "kind": "Chaos", "metadata": { "name": "n", "namespace": "default" }, "spec": { "mode": "number-data" } });
-    let (ok, out, _) = reconcile(Path::new(kwop_tests::plugins::CHAOS), &["--primary", &write(&d, "p.yaml", &chaos).display().to_string()]);
+    let (ok, out, _) = reconcile(
+        Path::new(kwop_tests::plugins::CHAOS),
+        &["--primary", &write(&d, "p.yaml", &chaos).display().to_string()],
+    );
     assert!(!ok, "{out}");
     let m = out["error"]["message"].as_str().unwrap_or_default();
     assert!(m.contains("ConfigMap \"n\": .data.replicas: invalid type: integer `1`, expected a string"), "{m}");
@@ -179,11 +188,18 @@ async fn offline_namespaces_resolve_as_on_the_cluster() -> anyhow::Result<()> {
         }
         o
     };
-    let observed = write(&d, "o.yaml", &json!({ "apiVersion": "v1", "kind": "List", "items": [
+    let observed = write(
+        &d,
+        "o.yaml",
+        &json!({ "apiVersion": "v1", "kind": "List", "items": [
         peer("peer", "read-with-none", Some("default")),
         peer("peer2", "observed-without-namespace", None),
-    ] }));
-    let (ok, offline, err) = reconcile(js_plugin(), &["--primary", &primary.display().to_string(), "--observed", &observed.display().to_string()]);
+    ] }),
+    );
+    let (ok, offline, err) = reconcile(
+        js_plugin(),
+        &["--primary", &primary.display().to_string(), "--observed", &observed.display().to_string()],
+    );
     assert!(ok, "a primary without a namespace: {offline} {err}");
     let data = &offline["apply"][0]["data"];
     assert_eq!(data["peer"], "read-with-none", "cache.get with none: {offline}");
@@ -229,7 +245,10 @@ async fn errors_in_the_plugins_language_are_warning_events() -> anyhow::Result<(
     assert!(note.starts_with("Error: boom\n") && note.contains("plugin.js"), "the JS error and its stack: {note}");
     let py = event_with_reason(&client, &ns, "throws", "ReconcilePluginFailed").await?;
     let note = py.note.unwrap_or_default();
-    assert!(note.contains("TypeError: 'dict' object is not an instance of 'str'") && note.contains("json.dumps"), "{note}");
+    assert!(
+        note.contains("TypeError: 'dict' object is not an instance of 'str'") && note.contains("json.dumps"),
+        "{note}"
+    );
     assert!(!note.contains("wit_dylib"), "no wasm backtrace in the event: {note}");
     let log = host.log();
     assert!(log.contains("reconciling throws"), "console.log in the host's log");

@@ -13,8 +13,8 @@ mod common;
 use common::*;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
-use kwop_tests::{wait, ControlPlane, Mode};
 use kwop_tests::scaffolds::{build, outside, run};
+use kwop_tests::{wait, ControlPlane, Mode};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -78,7 +78,11 @@ fn new_plugin_passes_its_tests(lang: &str) -> (PathBuf, PathBuf) {
     let out = run(&dir, KWOP, &["plugin", "test", "dist/plugin.wasm", "fixtures", "--crd", "crds/foo.yaml"]);
     assert!(out.contains("3 passed, 0 failed"), "{out}");
     // The example Foo offline, with the schema check, as the plugin's README shows.
-    let out = run(&dir, KWOP, &["plugin", "reconcile", "dist/plugin.wasm", "--primary", "foo.yaml", "--crd", "crds/foo.yaml"]);
+    let out = run(
+        &dir,
+        KWOP,
+        &["plugin", "reconcile", "dist/plugin.wasm", "--primary", "foo.yaml", "--crd", "crds/foo.yaml"],
+    );
     let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{lang}: {e}: {out}"));
     assert_eq!(v["apply"][0]["metadata"]["name"], "example-info", "{out}");
     (dir, wasm)
@@ -109,11 +113,15 @@ fn a_new_c_plugin_builds_and_passes_its_tests_and_its_fixtures_diff_and_update()
         .expect("kwop runs");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(!out.status.success(), "{text}");
-    assert!(text.contains(".apply[0].data.replicas: expected \"9\", got \"2\"") && text.contains("2 passed, 1 failed"), "{text}");
+    assert!(
+        text.contains(".apply[0].data.replicas: expected \"9\", got \"2\"") && text.contains("2 passed, 1 failed"),
+        "{text}"
+    );
     assert!(text.contains("--update"), "says how to accept the new outcome: {text}");
     let out = run(&dir, KWOP, &["plugin", "test", "--update", "dist/plugin.wasm", "fixtures"]);
     assert!(out.contains("1 expected.json written"), "{out}");
-    let rewritten: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&expected).expect("rewritten")).expect("json");
+    let rewritten: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&expected).expect("rewritten")).expect("json");
     assert_eq!(rewritten, serde_json::from_str::<serde_json::Value>(&good).expect("json"));
     let out = run(&dir, KWOP, &["plugin", "test", "dist/plugin.wasm", "fixtures"]);
     assert!(out.contains("3 passed, 0 failed"), "{out}");
@@ -153,8 +161,13 @@ fn the_readme_guide_works(plane: &ControlPlane) -> PathBuf {
     assert!(text.contains("3 passed, 0 failed"), "{text}");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let data = stdout.lines().last().unwrap_or_default();
-    let data: serde_json::Value = serde_json::from_str(data).unwrap_or_else(|e| panic!("{e}: the last line is the ConfigMap's data: {text}"));
-    assert_eq!(data, serde_json::json!({ "foo": "example", "deploymentName": "example-web", "replicas": "2" }), "{text}");
+    let data: serde_json::Value =
+        serde_json::from_str(data).unwrap_or_else(|e| panic!("{e}: the last line is the ConfigMap's data: {text}"));
+    assert_eq!(
+        data,
+        serde_json::json!({ "foo": "example", "deploymentName": "example-web", "replicas": "2" }),
+        "{text}"
+    );
     dir
 }
 
@@ -169,7 +182,11 @@ async fn a_new_python_plugin_from_the_readme_guide_passes_its_tests_and_runs_on_
     let dir = the_readme_guide_works(plane);
     let info = run(&dir, KWOP, &["plugin", "inspect", "dist/plugin.wasm"]);
     assert!(info.contains("\"name\": \"my-plugin\""), "{info}");
-    let out = run(&dir, KWOP, &["plugin", "reconcile", "dist/plugin.wasm", "--primary", "foo.yaml", "--crd", "crds/foo.yaml"]);
+    let out = run(
+        &dir,
+        KWOP,
+        &["plugin", "reconcile", "dist/plugin.wasm", "--primary", "foo.yaml", "--crd", "crds/foo.yaml"],
+    );
     let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
     assert_eq!(v["apply"][0]["metadata"]["name"], "example-info", "{out}");
     run(&dir, "./build.sh", &["bindings"]);
@@ -191,9 +208,14 @@ fn a_native_test_that_breaks_fails_the_test_script() {
 #[test]
 fn plugin_new_refuses_a_bad_name_and_an_unknown_language() {
     let dir = outside("refusals");
-    let out = Command::new(KWOP).args(["plugin", "new", "Bad_Name", "--lang", "js"]).current_dir(&dir).output().expect("runs");
+    let out = Command::new(KWOP)
+        .args(["plugin", "new", "Bad_Name", "--lang", "js"])
+        .current_dir(&dir)
+        .output()
+        .expect("runs");
     assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("DNS label"));
-    let out = Command::new(KWOP).args(["plugin", "new", "ok", "--lang", "cobol"]).current_dir(&dir).output().expect("runs");
+    let out =
+        Command::new(KWOP).args(["plugin", "new", "ok", "--lang", "cobol"]).current_dir(&dir).output().expect("runs");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("available: c, js, python, rust"), "{err}");
     assert!(std::fs::read_dir(&dir).expect("dir").next().is_none(), "nothing written");

@@ -217,7 +217,12 @@ fn place_in_namespaces(primary: &mut Value, observed: &mut [Value], schemas: &Sc
 }
 
 /// One reconcile with a static cache; returns the JSON to print and whether it succeeded.
-pub fn reconcile_offline(p: &LoadedPlugin, mut primary: Value, mut observed: Vec<Value>, checks: &Checks<'_>) -> (Value, bool) {
+pub fn reconcile_offline(
+    p: &LoadedPlugin,
+    mut primary: Value,
+    mut observed: Vec<Value>,
+    checks: &Checks<'_>,
+) -> (Value, bool) {
     let ns = place_in_namespaces(&mut primary, &mut observed, checks.schemas);
     let mut cache = StaticCache::default();
     for g in p.info.readable() {

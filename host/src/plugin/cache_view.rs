@@ -22,7 +22,11 @@ pub trait CacheView: Send + Sync {
 /// `object-ref` documents `none`), else none (a cluster-scoped kind). A kind whose scope the view
 /// does not know counts as namespaced. The host's recording view and the offline CLI's
 /// [`PrimaryScope`] both use this rule, so both resolve namespaces the same way.
-pub fn read_namespace<'a>(namespaced: Option<bool>, given: Option<&'a str>, primary: Option<&'a str>) -> Option<&'a str> {
+pub fn read_namespace<'a>(
+    namespaced: Option<bool>,
+    given: Option<&'a str>,
+    primary: Option<&'a str>,
+) -> Option<&'a str> {
     match given.filter(|n| !n.is_empty()) {
         None if namespaced.unwrap_or(true) => primary,
         other => other,

@@ -185,7 +185,11 @@ pub(crate) fn flush_output(store: &Store<HostState>, max_lines: u32) -> GuestOut
 }
 
 /// [`flush_output`], then a trap in `result` rewritten in the guest's own words.
-pub(crate) fn finish<T>(store: &Store<HostState>, max_lines: u32, result: Result<T, CallError>) -> Result<T, CallError> {
+pub(crate) fn finish<T>(
+    store: &Store<HostState>,
+    max_lines: u32,
+    result: Result<T, CallError>,
+) -> Result<T, CallError> {
     let out = flush_output(store, max_lines);
     result.map_err(|e| guest_error::explain(e, &out, &store.data().plugin, &store.data().object))
 }

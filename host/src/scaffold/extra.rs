@@ -20,9 +20,18 @@ const JS_HELPER: &str = include_str!("../../../wit/js/kwop.js");
 const JS_HELPER_TYPES: &str = include_str!("../../../wit/js/kwop.d.ts");
 const JS_WIT_TYPES: [(&str, &str); 4] = [
     ("src/types/reconciler.d.ts", include_str!("../../../wit/js/types/reconciler.d.ts")),
-    ("src/types/interfaces/kwop-reconciler-cache.d.ts", include_str!("../../../wit/js/types/interfaces/kwop-reconciler-cache.d.ts")),
-    ("src/types/interfaces/kwop-reconciler-log.d.ts", include_str!("../../../wit/js/types/interfaces/kwop-reconciler-log.d.ts")),
-    ("src/types/interfaces/kwop-reconciler-types.d.ts", include_str!("../../../wit/js/types/interfaces/kwop-reconciler-types.d.ts")),
+    (
+        "src/types/interfaces/kwop-reconciler-cache.d.ts",
+        include_str!("../../../wit/js/types/interfaces/kwop-reconciler-cache.d.ts"),
+    ),
+    (
+        "src/types/interfaces/kwop-reconciler-log.d.ts",
+        include_str!("../../../wit/js/types/interfaces/kwop-reconciler-log.d.ts"),
+    ),
+    (
+        "src/types/interfaces/kwop-reconciler-types.d.ts",
+        include_str!("../../../wit/js/types/interfaces/kwop-reconciler-types.d.ts"),
+    ),
 ];
 const PY_HELPER: &str = include_str!("../../../wit/python/kwop.py");
 const PY_TESTING: &str = include_str!("../../../wit/python/kwop_testing.py");

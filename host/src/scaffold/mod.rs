@@ -109,12 +109,11 @@ pub fn scaffold(name: &str, lang: &str, dir: &Path) -> Result<Scaffolded, Scaffo
         return Err(ScaffoldError::InvalidName(name.to_string()));
     }
     let lang = canonical_language(lang);
-    let template = TEMPLATES.get_dir(lang).filter(|_| lang != "common").ok_or_else(|| {
-        ScaffoldError::UnknownLanguage {
+    let template =
+        TEMPLATES.get_dir(lang).filter(|_| lang != "common").ok_or_else(|| ScaffoldError::UnknownLanguage {
             lang: lang.to_string(),
             available: languages().iter().map(|l| l.name.as_str()).collect::<Vec<_>>().join(", "),
-        }
-    })?;
+        })?;
     if dir.exists() && std::fs::read_dir(dir).map(|mut d| d.next().is_some()).unwrap_or(true) {
         return Err(ScaffoldError::Exists(dir.to_path_buf()));
     }
@@ -169,7 +168,11 @@ fn collect(dir: &Dir<'_>, root: &Path, vars: &Vars, out: &mut Vec<(PathBuf, Vec<
             DirEntry::File(f) => {
                 let rel = f.path().strip_prefix(root).unwrap_or(f.path()).to_path_buf();
                 // `gitignore` is stored without its dot (cargo packaging drops dotfiles).
-                let rel = if rel.file_name().is_some_and(|n| n == "gitignore") { rel.with_file_name(".gitignore") } else { rel };
+                let rel = if rel.file_name().is_some_and(|n| n == "gitignore") {
+                    rel.with_file_name(".gitignore")
+                } else {
+                    rel
+                };
                 let bytes = match f.contents_utf8() {
                     Some(text) => vars.render(text).into_bytes(),
                     None => f.contents().to_vec(),

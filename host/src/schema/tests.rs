@@ -3,9 +3,8 @@ use serde_json::json;
 
 fn schemas(file: &str) -> Schemas {
     let text = std::fs::read_to_string(format!("{}/../{file}", env!("CARGO_MANIFEST_DIR"))).expect("crd file");
-    let objects: Vec<Value> = serde_yaml::Deserializer::from_str(&text)
-        .map(|d| serde::Deserialize::deserialize(d).expect("yaml"))
-        .collect();
+    let objects: Vec<Value> =
+        serde_yaml::Deserializer::from_str(&text).map(|d| serde::Deserialize::deserialize(d).expect("yaml")).collect();
     let mut s = Schemas::default();
     s.add_crds(file, &objects).expect("a crd");
     s
@@ -41,7 +40,10 @@ fn types_and_bounds_of_a_custom_resource_are_checked() {
         messages(s.check_object(&obj(json!({ "replicas": 11 })))),
         vec![".spec.replicas: should be less than or equal to 10, got 11"]
     );
-    assert_eq!(messages(s.check_object(&obj(json!({ "deploymentname": "x" })))), vec![".spec.deploymentname: field not declared in schema"]);
+    assert_eq!(
+        messages(s.check_object(&obj(json!({ "deploymentname": "x" })))),
+        vec![".spec.deploymentname: field not declared in schema"]
+    );
     assert!(s.check_object(&obj(json!({ "replicas": 3, "deploymentName": "x" }))).is_empty());
     assert_eq!(s.namespaced(&foo()), Some(true));
 }
@@ -66,7 +68,13 @@ fn enums_nullable_int_or_string_and_required() {
         }
     });
     let mut out = Vec::new();
-    structural::check(&schema, &json!({ "mode": "c", "port": true, "note": null, "tags": [1, "x"], "labels": { "k": 2 } }), "", Required::Check, &mut out);
+    structural::check(
+        &schema,
+        &json!({ "mode": "c", "port": true, "note": null, "tags": [1, "x"], "labels": { "k": 2 } }),
+        "",
+        Required::Check,
+        &mut out,
+    );
     assert_eq!(
         messages(out),
         vec![

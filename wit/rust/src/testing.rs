@@ -70,7 +70,8 @@ impl FakeCache {
     }
 
     fn of<'a>(&'a self, gvk: &'a Gvk) -> impl Iterator<Item = &'a Value> + 'a {
-        let api_version = if gvk.group.is_empty() { gvk.version.clone() } else { format!("{}/{}", gvk.group, gvk.version) };
+        let api_version =
+            if gvk.group.is_empty() { gvk.version.clone() } else { format!("{}/{}", gvk.group, gvk.version) };
         self.objects.iter().filter(move |o| {
             o.get("apiVersion").and_then(Value::as_str) == Some(api_version.as_str())
                 && o.get("kind").and_then(Value::as_str) == Some(gvk.kind.as_str())

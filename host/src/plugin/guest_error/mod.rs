@@ -135,10 +135,7 @@ fn python_error_in_panic(message: &str) -> Option<String> {
     };
     // The repr of the exception's argument: one pair of quotes around the message, whose own
     // quotes stay (`"'dict' object is not an instance of 'str'"`).
-    let text = ['"', '\'']
-        .iter()
-        .find_map(|q| args.strip_prefix(*q).and_then(|t| t.strip_suffix(*q)))
-        .unwrap_or(args);
+    let text = ['"', '\''].iter().find_map(|q| args.strip_prefix(*q).and_then(|t| t.strip_suffix(*q))).unwrap_or(args);
     Some(format!("{name}: {text}"))
 }
 
@@ -156,11 +153,10 @@ fn python_hint(err: &str) -> &'static str {
 
 /// The first line of a wasmtime trap message, without the wasm backtrace (logged at debug).
 fn trap_summary(trap: &str) -> String {
-    let kind = trap
-        .lines()
-        .rev()
-        .find_map(|l| l.split_once("wasm trap: ").map(|(_, k)| k.trim().to_string()))
-        .or_else(|| trap.lines().find(|l| !l.trim().is_empty() && !l.contains("wasm backtrace")).map(|l| l.trim().to_string()));
+    let kind =
+        trap.lines().rev().find_map(|l| l.split_once("wasm trap: ").map(|(_, k)| k.trim().to_string())).or_else(|| {
+            trap.lines().find(|l| !l.trim().is_empty() && !l.contains("wasm backtrace")).map(|l| l.trim().to_string())
+        });
     match kind {
         Some(k) => format!("wasm trap: {k}"),
         None => trap.lines().next().unwrap_or("wasm trap").to_string(),
@@ -197,7 +193,9 @@ pub fn explain(err: CallError, out: &GuestOutput, plugin: &str, object: &str) ->
 /// Logs a guest's output under [`TARGET`]: stdout at info, stderr at warn, one record per
 /// traceback, at most `max_records` per stream (the rest is counted).
 pub fn log_output(out: &GuestOutput, plugin: &str, object: &str, max_records: u32, dropped_bytes: [usize; 2]) {
-    for ((stream, text), dropped_bytes) in [("stdout", &out.stdout), ("stderr", &out.stderr)].into_iter().zip(dropped_bytes) {
+    for ((stream, text), dropped_bytes) in
+        [("stdout", &out.stdout), ("stderr", &out.stderr)].into_iter().zip(dropped_bytes)
+    {
         let records = records(text);
         for r in records.iter().take(max_records as usize) {
             if stream == "stdout" {

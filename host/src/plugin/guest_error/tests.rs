@@ -39,8 +39,14 @@ fn a_python_error_inside_a_runtime_panic_gets_a_hint() {
 
 #[test]
 fn a_javascript_error_keeps_its_stack() {
-    let out = GuestOutput { stderr: "Error: boom\n    at reconcile (plugin.js:10:11)\n    at x (y.js:1:1)\n".into(), ..Default::default() };
-    assert_eq!(guest_message(&out).as_deref(), Some("Error: boom\n    at reconcile (plugin.js:10:11)\n    at x (y.js:1:1)"));
+    let out = GuestOutput {
+        stderr: "Error: boom\n    at reconcile (plugin.js:10:11)\n    at x (y.js:1:1)\n".into(),
+        ..Default::default()
+    };
+    assert_eq!(
+        guest_message(&out).as_deref(),
+        Some("Error: boom\n    at reconcile (plugin.js:10:11)\n    at x (y.js:1:1)")
+    );
 }
 
 #[test]
@@ -50,14 +56,19 @@ fn the_wasm_backtrace_stays_out_of_the_message() {
     assert_eq!(e, CallError::Trap("wasm trap: wasm `unreachable` instruction executed".into()));
     let out = GuestOutput { stderr: PY_TRACEBACK.into(), ..Default::default() };
     let CallError::Trap(m) = explain(CallError::Trap(trap.into()), &out, "p", "o") else { panic!() };
-    assert!(m.starts_with("ZeroDivisionError") && m.ends_with("(wasm trap: wasm `unreachable` instruction executed)"), "{m}");
+    assert!(
+        m.starts_with("ZeroDivisionError") && m.ends_with("(wasm trap: wasm `unreachable` instruction executed)"),
+        "{m}"
+    );
     assert!(!m.contains("wit_dylib_pop_string"));
 }
 
 #[test]
 fn a_long_error_is_capped_for_the_event() {
     let out = GuestOutput { stderr: format!("Error: {}", "x".repeat(5000)), ..Default::default() };
-    let CallError::Trap(m) = explain(CallError::Trap("wasm trap: unreachable".into()), &out, "p", "o") else { panic!() };
+    let CallError::Trap(m) = explain(CallError::Trap("wasm trap: unreachable".into()), &out, "p", "o") else {
+        panic!()
+    };
     assert!(m.len() < 1000 && m.ends_with("(the rest is in the host's log)"), "{}", m.len());
 }
 
@@ -68,7 +79,10 @@ fn an_uncaught_starlingmonkey_error_is_its_message_and_stack() {
         ..Default::default()
     };
     assert_eq!(records(&out.stderr).len(), 2);
-    assert_eq!(guest_message(&out).as_deref(), Some("info is broken\nStack:\n  info@src/component.js:14:9\n  export_info@initializer.js:3001:18"));
+    assert_eq!(
+        guest_message(&out).as_deref(),
+        Some("info is broken\nStack:\n  info@src/component.js:14:9\n  export_info@initializer.js:3001:18")
+    );
 }
 
 #[test]
