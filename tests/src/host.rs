@@ -61,7 +61,14 @@ impl Host {
             format!("--cache-dir={}", cache.display()),
         ];
         args.extend(extra.iter().map(|s| s.to_string()));
-        let mut proc = Proc::spawn("kwop", Path::new(bin), &args, &log, &[("KWOP_LOG", "info,kwop=debug")])?;
+        let proc = Proc::spawn("kwop", Path::new(bin), &args, &log, &[("KWOP_LOG", "info,kwop=debug")])?;
+        Self::attach(proc, port, wait_ready)
+    }
+
+    /// Waits for an already started `kwop run` serving its probes on `127.0.0.1:port` until it
+    /// is ready (or, when `wait_ready` is false, until it answers /healthz).
+    pub fn attach(mut proc: Proc, port: u16, wait_ready: bool) -> Result<Host> {
+        let log = proc.log.clone();
         let start = Instant::now();
         loop {
             if !proc.running() {

@@ -8,13 +8,17 @@
 //! - One shared plane per test binary ([`ControlPlane::shared`]); each test takes its own
 //!   namespace. Every process is killed when the test binary exits, even on panic or Ctrl-C
 //!   (`PR_SET_PDEATHSIG` from a keeper thread that lives as long as the process).
+//! - [`registry::Registry`]: a real OCI registry (distribution) on loopback; [`image`]: OCI image
+//!   layouts unpacked and run as a container runtime would.
 
 pub mod bench;
 pub mod certs;
 pub mod host;
+pub mod image;
 pub mod plane;
 pub mod plugins;
 pub mod procs;
+pub mod registry;
 pub mod wait;
 
 pub use host::Host;

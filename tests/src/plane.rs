@@ -398,6 +398,12 @@ impl ControlPlane {
         *self.mode.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The CA certificate the API server's serving certificate chains to (what a kubelet puts
+    /// in a pod as `ca.crt`); `None` for an external cluster.
+    pub fn ca_crt(&self) -> Option<&Path> {
+        self.pki.as_ref().map(|p| p.ca_crt.as_path())
+    }
+
     /// A kube client with admin rights.
     pub async fn client(&self) -> Result<kube::Client> {
         let kc = kube::config::Kubeconfig::read_from(&self.kubeconfig)?;

@@ -12,6 +12,8 @@ pub const CHAOS: &str = env!("KWOP_PLUGIN_CHAOS");
 pub const CHAOS_INFO_SLEEPS: &str = env!("KWOP_PLUGIN_CHAOS_INFO_SLEEPS");
 /// The chaos plugin whose `info()` computes for a few seconds (named `chaos-slow-info`).
 pub const CHAOS_SLOW_INFO: &str = env!("KWOP_PLUGIN_CHAOS_SLOW_INFO");
+/// Heal → Service + ConfigMap copying a read Deployment's status (tests/plugins/selfheal).
+pub const SELFHEAL: &str = env!("KWOP_PLUGIN_SELFHEAL");
 /// A valid component of another world (a WASI command).
 pub const WRONG_WORLD: &str = env!("KWOP_PLUGIN_WRONG_WORLD");
 

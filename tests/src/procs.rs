@@ -47,13 +47,22 @@ pub struct Proc {
 impl Proc {
     /// Starts `program args...` with output to `log`; the child dies with this process.
     pub fn spawn(name: &str, program: &Path, args: &[String], log: &Path, envs: &[(&str, &str)]) -> Result<Proc> {
-        let out = std::fs::File::create(log).with_context(|| format!("cannot create {}", log.display()))?;
-        let err = out.try_clone()?;
         let mut cmd = Command::new(program);
-        cmd.args(args).stdin(Stdio::null()).stdout(out).stderr(err);
+        cmd.args(args);
         for (k, v) in envs {
             cmd.env(k, v);
         }
+        Self::spawn_command(name, cmd, log)
+    }
+
+    /// Starts a prepared command (its own `pre_exec` hooks run first, e.g. to change root or
+    /// user) with stdin closed and output to `log`; the child dies with this process. The death
+    /// signal is set last, because a change of user clears it.
+    pub fn spawn_command(name: &str, mut cmd: Command, log: &Path) -> Result<Proc> {
+        let out = std::fs::File::create(log).with_context(|| format!("cannot create {}", log.display()))?;
+        let err = out.try_clone()?;
+        let program = cmd.get_program().to_string_lossy().into_owned();
+        cmd.stdin(Stdio::null()).stdout(out).stderr(err);
         #[allow(unsafe_code)]
         // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec here.
         unsafe {
@@ -73,7 +82,7 @@ impl Proc {
         let child = rx
             .recv()
             .map_err(|_| anyhow!("process keeper gone"))?
-            .with_context(|| format!("cannot start {}", program.display()))?;
+            .with_context(|| format!("cannot start {program}"))?;
         Ok(Proc { name: name.to_string(), child, log: log.to_path_buf() })
     }
 

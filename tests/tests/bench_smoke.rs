@@ -72,6 +72,10 @@ async fn every_benchmark_runs_at_a_tiny_scale() -> anyhow::Result<()> {
     let memory = spawn(&cfg, |c| async move { scenarios::memory(&c).await });
     let many = spawn(&cfg, |c| async move { scenarios::many(&c).await });
     let hotswap = spawn(&cfg, |c| async move { scenarios::hotswap(&c).await });
+    // 8. Builds side by side: the same debug binary under a second label (the real run compares
+    // the glibc release build with the image's static musl binary).
+    let other = bench::builds::parse_build(&format!("same binary={KWOP}"))?;
+    let builds = spawn(&cfg, move |c| async move { bench::builds::compare(&c, "debug", &[other]).await });
     let mut r = Results {
         date: "smoke".into(),
         command: "bench_smoke".into(),
@@ -85,6 +89,7 @@ async fn every_benchmark_runs_at_a_tiny_scale() -> anyhow::Result<()> {
     (r.memory, r.memory_build) = memory.await??;
     r.many = Some(many.await??);
     r.hotswap = Some(hotswap.await??);
+    r.builds = Some(builds.await??);
 
     // 2. Convergence: one run per driver, each positive.
     for d in [Driver::Floor, Driver::FloorSsa, Driver::Kwop, Driver::SampleController] {
@@ -114,10 +119,19 @@ async fn every_benchmark_runs_at_a_tiny_scale() -> anyhow::Result<()> {
     let h = r.hotswap.as_ref().expect("hot swap");
     assert_eq!((h.warm_s.len(), h.cold_s.len()), (cfg.swaps_warm, cfg.swaps_cold));
     assert!(h.warm_s.iter().chain(&h.cold_s).all(|s| *s > 0.0 && *s < 60.0), "{h:?}");
+    // 8. Both builds converged, reconciled in sync and wrote nothing then.
+    let b = r.builds.as_ref().expect("builds");
+    assert_eq!(b.runs.len(), 2);
+    for run in &b.runs {
+        assert!(run.conv_s.iter().all(|s| *s > 0.0) && !run.conv_s.is_empty(), "{run:?}");
+        assert!(run.us_per_reconcile() > 0.0 && run.steady_writes == 0.0, "{run:?}");
+    }
+    assert!(bench::builds::parse_build("no-equals-sign").is_err());
+    assert!(bench::builds::parse_build("x=/nonexistent/kwop").is_err());
 
     // The report renders every section and the plot.
     let md = report::markdown(&r, Some("plot.svg"));
-    for section in ["### 2.", "### 3.", "### 4.", "### 5.", "### 6.", "### 7."] {
+    for section in ["### 2.", "### 3.", "### 4.", "### 5.", "### 6.", "### 7.", "### 8."] {
         assert!(md.contains(section), "missing {section} in\n{md}");
     }
     let svg = report::plot(&r);

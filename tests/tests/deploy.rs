@@ -5,28 +5,7 @@ mod common;
 
 use common::*;
 use kwop_tests::{host::http_get, plugins, wait, ControlPlane, Host, Mode};
-use std::path::PathBuf;
 use std::time::Duration;
-
-/// A copy of deploy/ and crds/ with the guest-foo component in place, as `scripts/build-plugins`
-/// would leave it.
-fn deploy_tree() -> anyhow::Result<PathBuf> {
-    let root = std::env::temp_dir().join("kwop-test").join(format!("{}-deploy", std::process::id()));
-    let _ = std::fs::remove_dir_all(&root);
-    for sub in ["deploy", "deploy/plugins", "crds"] {
-        std::fs::create_dir_all(root.join(sub))?;
-    }
-    for sub in ["deploy", "crds"] {
-        for e in std::fs::read_dir(kwop_tests::repo_root().join(sub))? {
-            let p = e?.path();
-            if p.is_file() {
-                std::fs::copy(&p, root.join(sub).join(p.file_name().unwrap_or_default()))?;
-            }
-        }
-    }
-    std::fs::copy(plugins::GUEST_FOO, root.join("deploy/plugins/guest-foo.wasm"))?;
-    Ok(root.join("deploy"))
-}
 
 fn can_i(plane: &ControlPlane, verb: &str, resource: &str, ns: Option<&str>) -> bool {
     let mut args = vec!["auth", "can-i", verb, resource, "--as=system:serviceaccount:kwop-system:kwop"];
@@ -39,12 +18,6 @@ fn can_i(plane: &ControlPlane, verb: &str, resource: &str, ns: Option<&str>) -> 
     }
     // `kubectl auth can-i` exits 1 for "no".
     plane.kubectl_output(&args).map(|o| o.trim() == "yes").unwrap_or(false)
-}
-
-fn install(plane: &ControlPlane) -> anyhow::Result<()> {
-    let dir = deploy_tree()?;
-    plane.kubectl_output(&["apply", "--server-side", "--force-conflicts", "-k", &dir.display().to_string()])?;
-    Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -4,8 +4,13 @@
 //! [`covers`]), so a resync of an in-sync world costs zero writes. Each applied object carries
 //! an annotation with the hash of the intent it came from, so an intent that *drops* a field
 //! (which a subset comparison cannot see) still gets applied, and server-side apply removes it.
+//!
+//! Every field and list the intent sets converges, keyed list items included: when a hand edit
+//! left an item that server-side apply merges with instead of replacing (see [`lists`]), the
+//! applier replaces those lists with the intent's and applies again, within the same write.
 
 pub mod compare;
+pub mod lists;
 
 pub use compare::covers;
 
@@ -194,10 +199,51 @@ impl Applier {
                 return Ok(Write::Skipped);
             }
         }
+        let api = self.api(r, namespace);
         let pp = PatchParams::apply(&self.field_manager).force();
-        let written = self.api(r, namespace).patch(name, &pp, &Patch::Apply(desired)).await?;
+        let written = match api.patch(name, &pp, &Patch::Apply(desired)).await {
+            Ok(w) => {
+                let foreign = serde_json::to_value(&w).map(|v| lists::with_foreign_items(&v, desired));
+                match foreign {
+                    Ok(paths) if !paths.is_empty() => self.take_back(&api, name, &w, desired, &paths).await?,
+                    _ => w,
+                }
+            }
+            // The merged object was refused, perhaps because of an item someone else keyed by
+            // hand (two unnamed Service ports): replace the lists the intent sets, then apply.
+            Err(kube::Error::Api(s)) if names_object_fault(s.code, &s.message) => {
+                let paths = observed
+                    .and_then(|o| serde_json::to_value(o).ok())
+                    .map(|ov| lists::differing(&ov, desired))
+                    .unwrap_or_default();
+                match observed {
+                    Some(o) if !paths.is_empty() => self.take_back(&api, name, o, desired, &paths).await?,
+                    _ => return Err(kube::Error::Api(s)),
+                }
+            }
+            Err(e) => return Err(e),
+        };
         Self::remember(&self.memo, key, observed, &written, hash);
         Ok(Write::Written)
+    }
+
+    /// Replaces the lists at `paths` with the intent's (a merge patch pinned to `current`'s
+    /// resourceVersion: a conflict if the object moved on), then applies the intent again so this
+    /// field manager owns what it set.
+    async fn take_back(
+        &self,
+        api: &Api<DynamicObject>,
+        name: &str,
+        current: &DynamicObject,
+        desired: &Value,
+        paths: &[lists::Path],
+    ) -> Result<DynamicObject, kube::Error> {
+        tracing::info!(object = name, lists = %lists::display(paths),
+            "lists hold items another manager set (a hand edit); replacing them with the intent's");
+        let patch = lists::replace_patch(desired, paths, current.metadata.resource_version.as_deref());
+        let mp = PatchParams { field_manager: Some(self.field_manager.clone()), ..PatchParams::default() };
+        api.patch(name, &mp, &Patch::Merge(&patch)).await?;
+        api.patch(name, &PatchParams::apply(&self.field_manager).force(), &Patch::Apply(desired)).await
     }
 
     /// Writes the primary's status through the status subresource unless it already matches:
@@ -272,6 +318,26 @@ impl Applier {
     }
 }
 
+/// Error texts of a server-side apply the API server could not type-check: the object's fault,
+/// even when the API server answers 500 (e.g. a number where the schema wants a string).
+const TYPED_ERRORS: &[&str] = &[
+    "failed to create typed patch object",
+    "failed to create typed live object",
+    "field not declared in schema",
+    "duplicate entries for key",
+    ": expected ",
+];
+
+/// Whether a refusal names the object's content (invalid field, schema or typed-patch error), so
+/// the same write would fail again: a 400 or 422, or a 500 whose message is a typing error.
+pub fn names_object_fault(code: u16, message: &str) -> bool {
+    match code {
+        400 | 422 => true,
+        500 => TYPED_ERRORS.iter().any(|t| message.contains(t)),
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod hash_tests {
     use super::*;
@@ -289,5 +355,15 @@ mod hash_tests {
         let mut other = b.clone();
         other["b"] = serde_json::json!(2);
         assert_ne!(hash_of(&a), hash_of(&other));
+    }
+
+    #[test]
+    fn typing_errors_are_the_objects_fault_whatever_the_code() {
+        let typed = "failed to create typed patch object (/v1, Kind=ConfigMap) x: .data.replicas: expected string, got &value.valueUnstructured{Value:1}";
+        assert!(names_object_fault(500, typed));
+        assert!(names_object_fault(500, ".status.status: field not declared in schema"));
+        assert!(names_object_fault(422, "spec.ports[0].name: Required value"));
+        assert!(!names_object_fault(500, "etcdserver: request timed out"));
+        assert!(!names_object_fault(503, "failed to create typed patch object"));
     }
 }

@@ -7,6 +7,7 @@
 
 mod pacer;
 pub mod queue;
+pub mod reads;
 mod reconcile;
 
 use crate::apply::Applier;
@@ -83,6 +84,10 @@ pub enum StartError {
     Discovery(#[from] crate::watch::discovery::DiscoveryError),
 }
 
+/// A change to an object a primary read wakes that primary after this delay, so a burst of
+/// changes (a Deployment's status while its Pods start) costs one reconcile, not one each.
+const READ_TRIGGER_DELAY: Duration = Duration::from_millis(20);
+
 /// Events being published at once per plugin (beyond that, reconciles wait: back-pressure).
 const EVENTS_IN_FLIGHT: usize = 64;
 /// How long a stopping controller waits for its pending events.
@@ -106,6 +111,8 @@ pub(crate) struct Inner {
     /// Reconciles still running when the grace is over are dropped where they are.
     abandon: CancellationToken,
     pacer: pacer::Pacer<ObjectKey>,
+    /// What each primary's last reconcile read (reads trigger reconciles).
+    pub(crate) reads: std::sync::Mutex<reads::ReadIndex>,
 }
 
 /// A running controller.
@@ -153,6 +160,7 @@ impl Controller {
             stop: CancellationToken::new(),
             abandon: CancellationToken::new(),
             pacer: pacer::Pacer::new(shared.config.requeue_rate),
+            reads: std::sync::Mutex::new(reads::ReadIndex::default()),
         });
         publish_info(&shared, &file, &plugin, false);
         let tasks = TaskTracker::new();
@@ -276,12 +284,35 @@ pub(crate) enum Role {
 }
 
 impl Inner {
+    pub(crate) fn read_index(&self) -> std::sync::MutexGuard<'_, reads::ReadIndex> {
+        self.reads.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     fn on_watch_event(self: &Arc<Self>, role: Role, gvk: &Gvk, ev: WatchEvent) {
+        match &ev {
+            WatchEvent::Changed(o, deleted) => {
+                let woken = self.read_index().triggered(gvk, o, *deleted);
+                let me = ObjectKey::of(o);
+                for key in woken {
+                    // A primary reading itself is woken by its own change anyway.
+                    if !(role == Role::Primary && key == me) {
+                        self.queue.add_after(key, READ_TRIGGER_DELAY);
+                    }
+                }
+            }
+            WatchEvent::Relisted { first: false } => {
+                for key in self.read_index().readers_of(gvk) {
+                    self.queue.add(key);
+                }
+            }
+            WatchEvent::Relisted { first: true } => {}
+        }
         match (role, ev) {
             (Role::Primary, WatchEvent::Changed(o, false)) => self.queue.add(ObjectKey::of(&o)),
             (Role::Primary, WatchEvent::Changed(o, true)) => {
                 let key = ObjectKey::of(&o);
                 self.queue.remove(&key);
+                self.read_index().forget(&key);
                 self.events.forget(&key);
                 self.applier.forget(gvk, key.namespace.as_deref(), &key.name);
             }

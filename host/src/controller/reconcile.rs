@@ -1,5 +1,6 @@
 //! The spine of one reconcile: snapshot → plugin call → decode → fence → writes → report → next.
 
+use super::reads::RecordingCache;
 use super::Inner;
 use crate::apply::{Applier, Write};
 use crate::outcome::{
@@ -84,9 +85,12 @@ impl Inner {
                 resource_version: primary.metadata.resource_version.clone().unwrap_or_default(),
                 started_at: std::time::SystemTime::now(),
             };
+            let view = Arc::new(RecordingCache::new(self.caches.clone(), ns.clone()));
             let started = Instant::now();
-            let r = plugin.call(req, spec, self.caches.clone() as Arc<dyn CacheView>).await;
+            let r = plugin.call(req, spec, view.clone() as Arc<dyn CacheView>).await;
             m.plugin_call_seconds.get_or_create(&Metrics::plugin(name)).observe(started.elapsed().as_secs_f64());
+            // Whatever the call's result, what it read wakes this primary when it changes.
+            self.read_index().record(key, view.take());
             r
         };
 
@@ -139,51 +143,30 @@ impl Inner {
                 continue;
             };
             let desired = Applier::desired(intent, ns.as_deref(), &owner);
-            let labels = Metrics::write(name, &intent.gvk.kind, "apply");
-            match self.applier.apply(&kind.resolved, ns.as_deref(), &intent.name, &desired, observed.as_ref()).await {
-                Ok(Write::Written) => {
-                    wrote = true;
-                    m.writes.get_or_create(&labels).inc();
-                }
-                Ok(Write::Skipped) => {
-                    m.writes_skipped.get_or_create(&labels).inc();
-                }
-                Err(e) => {
-                    return self
-                        .write_failed(&primary, name, &format!("apply {} {:?}", intent.gvk.kind, intent.name), e)
-                        .await
-                }
+            let r = self.applier.apply(&kind.resolved, ns.as_deref(), &intent.name, &desired, observed.as_ref()).await;
+            let what = || format!("apply {} {:?}", intent.gvk.kind, intent.name);
+            match self.count_write(&primary, name, &intent.gvk.kind, "apply", what, r).await {
+                Ok(w) => wrote |= w,
+                Err(next) => return next,
             }
         }
         for ((d, ns), observed) in outcome.delete.iter().zip(&delete_ns).zip(&observed_delete) {
             let Some(kind) = self.caches.kind(&d.gvk) else {
                 continue;
             };
-            let labels = Metrics::write(name, &d.gvk.kind, "delete");
-            match self.applier.delete(&kind.resolved, ns.as_deref(), &d.name, observed.as_ref()).await {
-                Ok(Write::Written) => {
-                    wrote = true;
-                    m.writes.get_or_create(&labels).inc();
-                }
-                Ok(Write::Skipped) => {
-                    m.writes_skipped.get_or_create(&labels).inc();
-                }
-                Err(e) => {
-                    return self.write_failed(&primary, name, &format!("delete {} {:?}", d.gvk.kind, d.name), e).await
-                }
+            let r = self.applier.delete(&kind.resolved, ns.as_deref(), &d.name, observed.as_ref()).await;
+            let what = || format!("delete {} {:?}", d.gvk.kind, d.name);
+            match self.count_write(&primary, name, &d.gvk.kind, "delete", what, r).await {
+                Ok(w) => wrote |= w,
+                Err(next) => return next,
             }
         }
         if let Some(status) = &outcome.status {
-            let labels = Metrics::write(name, &self.primary.resolved.gvk.kind, "status");
-            match self.applier.status(&self.primary.resolved, &primary, status).await {
-                Ok(Write::Written) => {
-                    wrote = true;
-                    m.writes.get_or_create(&labels).inc();
-                }
-                Ok(Write::Skipped) => {
-                    m.writes_skipped.get_or_create(&labels).inc();
-                }
-                Err(e) => return self.write_failed(&primary, name, "status", e).await,
+            let r = self.applier.status(&self.primary.resolved, &primary, status).await;
+            let kind = &self.primary.resolved.gvk.kind;
+            match self.count_write(&primary, name, kind, "status", || "status".to_string(), r).await {
+                Ok(w) => wrote |= w,
+                Err(next) => return next,
             }
         }
         self.report(&primary, &outcome.events, wrote).await;
@@ -270,6 +253,30 @@ impl Inner {
         Next::Retry
     }
 
+    /// Counts one write (sent or skipped); a failed one is reported and decides what comes next.
+    async fn count_write(
+        &self,
+        primary: &DynamicObject,
+        plugin: &str,
+        kind: &str,
+        op: &str,
+        what: impl FnOnce() -> String,
+        r: Result<Write, kube::Error>,
+    ) -> Result<bool, Next> {
+        let labels = Metrics::write(plugin, kind, op);
+        match r {
+            Ok(Write::Written) => {
+                self.shared.metrics.writes.get_or_create(&labels).inc();
+                Ok(true)
+            }
+            Ok(Write::Skipped) => {
+                self.shared.metrics.writes_skipped.get_or_create(&labels).inc();
+                Ok(false)
+            }
+            Err(e) => Err(self.write_failed(primary, plugin, &what(), e).await),
+        }
+    }
+
     async fn write_failed(&self, primary: &DynamicObject, plugin: &str, what: &str, e: kube::Error) -> Next {
         let m = &self.shared.metrics;
         if crate::leader::gate::NotLeader::is(&e) {
@@ -339,9 +346,12 @@ pub(crate) enum WriteErrorAction {
 
 pub(crate) fn on_write_error(e: &kube::Error) -> WriteErrorAction {
     match e {
+        // The object's fault (invalid, or a typing error even when it comes as a 500): the same
+        // intent would fail again.
+        kube::Error::Api(s) if crate::apply::names_object_fault(s.code, &s.message) => WriteErrorAction::ReportAndWait,
         kube::Error::Api(s) => match s.code {
             409 | 429 | 500..=599 => WriteErrorAction::RetryQuietly,
-            400 | 404 | 422 => WriteErrorAction::ReportAndWait,
+            404 => WriteErrorAction::ReportAndWait,
             _ => WriteErrorAction::ReportAndRetry,
         },
         _ => WriteErrorAction::RetryQuietly,
@@ -361,6 +371,16 @@ mod tests {
         for code in [409, 429, 500, 503, 504] {
             assert_eq!(on_write_error(&api(code)), WriteErrorAction::RetryQuietly, "{code}");
         }
+    }
+
+    #[test]
+    fn a_typing_error_is_reported_even_as_a_500() {
+        let e = kube::Error::Api(
+            kube::core::Status::failure("failed to create typed patch object (/v1, Kind=ConfigMap) c: .data.replicas: expected string, got &value.valueUnstructured{Value:1}", "InternalError")
+                .with_code(500)
+                .boxed(),
+        );
+        assert_eq!(on_write_error(&e), WriteErrorAction::ReportAndWait);
     }
 
     #[test]

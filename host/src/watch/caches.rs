@@ -274,17 +274,31 @@ impl CacheView for Caches {
         selector: &Selector,
         max_bytes: usize,
     ) -> Result<Vec<String>, QueryTooLarge> {
+        query_json(kind, &self.query_objects(kind, namespace, selector), max_bytes)
+    }
+}
+
+/// Query results as the JSON a plugin gets, at most `max_bytes` in all (serialising stops there).
+pub(crate) fn query_json(kind: &Gvk, found: &[Arc<DynamicObject>], max_bytes: usize) -> Result<Vec<String>, QueryTooLarge> {
+    bounded(kind, found.iter().filter_map(|o| to_json(o)), max_bytes)
+}
+
+impl Caches {
+    /// Objects of a kind, optionally in one namespace, matching a selector, in a stable order.
+    pub fn query_objects(&self, kind: &Gvk, namespace: Option<&str>, selector: &Selector) -> Vec<Arc<DynamicObject>> {
         let Some(k) = self.kinds.get(kind) else {
-            return Ok(Vec::new());
+            return Vec::new();
         };
-        let items = k
+        let mut out: Vec<Arc<DynamicObject>> = k
             .store
             .state()
             .into_iter()
             .filter(|o| namespace.is_none() || o.metadata.namespace.as_deref() == namespace)
             .filter(|o| selector.matches(o.labels()))
-            .filter_map(|o| to_json(&o));
-        bounded(kind, items, max_bytes)
+            .collect();
+        // A stable order, so the plugin's input does not depend on the store's hashing.
+        out.sort_by(|a, b| (&a.metadata.namespace, &a.metadata.name).cmp(&(&b.metadata.namespace, &b.metadata.name)));
+        out
     }
 }
 

@@ -6,7 +6,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// One requirement.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum Req {
     Eq(String, String),
     NotEq(String, String),
@@ -17,7 +17,7 @@ enum Req {
 }
 
 /// A parsed selector; the empty selector matches everything.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct Selector(Vec<Req>);
 
 /// A selector string that does not parse.

@@ -2,13 +2,15 @@
 //! on the same local control plane, plus the WASM-vs-native call cost.
 //!
 //! - [`scenarios`] runs each measurement (convergence, steady-state writes, memory, many plugins,
-//!   hot swap) and returns plain numbers; [`Results`] holds them all.
+//!   hot swap) and returns plain numbers; [`Results`] holds them all. [`builds`] compares builds
+//!   of kwop (glibc, static musl) with the same scenarios.
 //! - [`report`] turns [`Results`] into the Markdown tables of `BENCHMARKS.md` and an SVG plot.
 //! - `kwop-bench` (src/bin/kwop_bench.rs) drives a full or quick run; `scripts/bench` is the one
 //!   command; `tests/tests/bench_smoke.rs` runs every part at a tiny scale in the test suite.
 //! - The plugin call cost is measured with criterion (`benches/plugin_call.rs`); [`calls`] holds
 //!   the request it uses and a quick timer for the smoke test.
 
+pub mod builds;
 pub mod calls;
 pub mod controllers;
 pub mod proc_stats;
@@ -58,7 +60,7 @@ pub struct Config {
     pub samples: usize,
     /// Pause before measuring memory, and quiet time that counts as "kwop is idle", milliseconds.
     pub settle_ms: u64,
-    /// Which scenarios run (all when empty): conv, steady, memory, many, hotswap.
+    /// Which scenarios run (all when empty): conv, steady, memory, many, hotswap, builds.
     pub only: Vec<String>,
     /// Convergence: leave sample-controller out (what-if runs of kwop against the floor).
     #[serde(default)]
@@ -327,6 +329,9 @@ pub struct Results {
     pub many: Option<ManyRun>,
     /// 6. Hot swap.
     pub hotswap: Option<HotSwapRun>,
+    /// 8. Builds of kwop side by side (glibc vs the image's static musl binary).
+    #[serde(default)]
+    pub builds: Option<builds::BuildsRun>,
 }
 
 /// The cargo target folder the tests crate was built in (where the test plugins are).

@@ -39,7 +39,7 @@ pub fn read_criterion(criterion_dir: &Path) -> Option<CallCost> {
     (!rows.is_empty()).then(|| CallCost { rows, source: format!("criterion medians ({})", criterion_dir.display()) })
 }
 
-fn mib(b: u64) -> String {
+pub(super) fn mib(b: u64) -> String {
     format!("{:.1}", b as f64 / (1 << 20) as f64)
 }
 
@@ -51,7 +51,7 @@ fn dur(ns: f64) -> String {
     }
 }
 
-fn ratio(a: f64, b: f64) -> String {
+pub(super) fn ratio(a: f64, b: f64) -> String {
     if a.is_finite() && b.is_finite() && b > 0.0 {
         if a / b >= 10.0 {
             format!("{:.0}×", a / b)
@@ -63,7 +63,7 @@ fn ratio(a: f64, b: f64) -> String {
     }
 }
 
-fn secs(s: f64) -> String {
+pub(super) fn secs(s: f64) -> String {
     if !s.is_finite() {
         "–".into()
     } else if s >= 100.0 {
@@ -349,6 +349,9 @@ pub fn markdown(r: &Results, svg_name: Option<&str>) -> String {
             let _ = writeln!(o, "\n![convergence time and memory against N]({name})");
         }
         let _ = writeln!(o);
+    }
+    if let Some(b) = &r.builds {
+        o.push_str(&super::builds::markdown(b));
     }
     let _ = writeln!(o, "{END}");
     o

@@ -2,7 +2,8 @@
 //! `scripts/bench`, which builds everything in release mode and runs criterion first).
 //!
 //! ```text
-//! kwop-bench [--quick | --smoke] [--only conv,steady,memory,many,hotswap] [--kwop PATH]
+//! kwop-bench [--quick | --smoke] [--only conv,steady,memory,many,hotswap,builds] [--kwop PATH]
+//!            [--compare LABEL=PATH]...
 //!            [--no-sample-controller] [--conv-sizes 100,1000] [--mem-sizes 1000,10000] [--reps N]
 //!            [--criterion DIR] [--out DIR] [--write-md BENCHMARKS.md] [--merge results.json]
 //!            [--report-only results.json]
@@ -20,6 +21,7 @@ struct Args {
     reps: Option<usize>,
     only: Vec<String>,
     kwop: Option<PathBuf>,
+    compare: Vec<bench::builds::Build>,
     criterion: Option<PathBuf>,
     out: PathBuf,
     write_md: Option<PathBuf>,
@@ -28,7 +30,8 @@ struct Args {
 }
 
 fn usage() -> &'static str {
-    "usage: kwop-bench [--quick | --smoke] [--only conv,steady,memory,many,hotswap] [--kwop PATH]\n\
+    "usage: kwop-bench [--quick | --smoke] [--only conv,steady,memory,many,hotswap,builds] [--kwop PATH]\n\
+     \x20                 [--compare LABEL=PATH]... (builds: other kwop binaries against --kwop)\n\
      \x20                 [--no-sample-controller] [--conv-sizes 100,1000] [--mem-sizes 1000,10000] [--reps N]\n\
      \x20                 [--criterion DIR] [--out DIR] [--write-md BENCHMARKS.md] [--merge results.json]\n\
      \x20                 [--report-only results.json]"
@@ -48,6 +51,7 @@ fn parse() -> Result<Args> {
         reps: None,
         only: vec![],
         kwop: None,
+        compare: vec![],
         criterion: None,
         out: kwop_tests::repo_root().join("target/bench"),
         write_md: None,
@@ -67,6 +71,7 @@ fn parse() -> Result<Args> {
             "--reps" => a.reps = Some(val("--reps")?.parse()?),
             "--only" => a.only = val("--only")?.split(',').map(str::to_string).collect(),
             "--kwop" => a.kwop = Some(val("--kwop")?.into()),
+            "--compare" => a.compare.push(bench::builds::parse_build(&val("--compare")?)?),
             "--criterion" => a.criterion = Some(val("--criterion")?.into()),
             "--out" => a.out = val("--out")?.into(),
             "--write-md" => a.write_md = Some(val("--write-md")?.into()),
@@ -194,6 +199,10 @@ fn main() -> Result<()> {
         }
         if cfg.runs("hotswap") {
             r.hotswap = Some(scenarios::hotswap(&cfg).await?);
+            write_outputs(&a, &r)?;
+        }
+        if cfg.runs("builds") && !a.compare.is_empty() {
+            r.builds = Some(bench::builds::compare(&cfg, "glibc (cargo build --release)", &a.compare).await?);
         }
         anyhow::Ok(())
     })?;

@@ -8,7 +8,7 @@ use kube::core::{ApiResource, GroupVersionKind};
 use kube::Client;
 use kwop_tests::{wait, ControlPlane, Host};
 use serde_json::{json, Value};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The kwop binary under test.
@@ -158,4 +158,31 @@ pub async fn deployment_gone(client: &Client, ns: &str, name: &str, what: &str) 
         Ok(api.get_opt(name).await.map_err(|e| e.to_string())?.is_none().then_some(()))
     })
     .await
+}
+
+/// A copy of deploy/ and crds/ with the guest-foo component in place, as `scripts/build-plugins`
+/// would leave it.
+pub fn deploy_tree() -> anyhow::Result<PathBuf> {
+    let root = std::env::temp_dir().join("kwop-test").join(format!("{}-deploy", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    for sub in ["deploy", "deploy/plugins", "crds"] {
+        std::fs::create_dir_all(root.join(sub))?;
+    }
+    for sub in ["deploy", "crds"] {
+        for e in std::fs::read_dir(kwop_tests::repo_root().join(sub))? {
+            let p = e?.path();
+            if p.is_file() {
+                std::fs::copy(&p, root.join(sub).join(p.file_name().unwrap_or_default()))?;
+            }
+        }
+    }
+    std::fs::copy(kwop_tests::plugins::GUEST_FOO, root.join("deploy/plugins/guest-foo.wasm"))?;
+    Ok(root.join("deploy"))
+}
+
+/// `kubectl apply --server-side -k deploy/` (a copy with guest-foo in place), as the README says.
+pub fn install(plane: &ControlPlane) -> anyhow::Result<()> {
+    let dir = deploy_tree()?;
+    plane.kubectl_output(&["apply", "--server-side", "--force-conflicts", "-k", &dir.display().to_string()])?;
+    Ok(())
 }

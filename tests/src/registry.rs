@@ -1,0 +1,149 @@
+//! A real OCI registry for tests: distribution's `registry` (built by `scripts/k8s-bins` from the
+//! Go module proxy) on a free loopback port, plain HTTP, filesystem storage in a temp folder.
+//!
+//! ```no_run
+//! # fn main() -> anyhow::Result<()> {
+//! let reg = kwop_tests::registry::Registry::start()?;
+//! let reference = format!("{}/kwop:test", reg.host_port()); // e.g. 127.0.0.1:40123/kwop:test
+//! // push with any OCI client (plain HTTP: loopback), then e.g.:
+//! let (status, headers, _body) = reg.get("/v2/kwop/manifests/test", "application/vnd.oci.image.manifest.v1+json")?;
+//! # Ok(()) }
+//! ```
+//!
+//! Each `start()` gives a registry of its own (its own port and storage); it is stopped when the
+//! value is dropped and, like every process of the harness, dies with the test binary. The binary
+//! is `$KWOP_REGISTRY_BIN`, else `registry` next to the control-plane binaries, else it is built by
+//! `scripts/k8s-bins` (which builds only what is missing).
+
+use crate::procs::{free_port, Proc};
+use anyhow::{anyhow, bail, Context, Result};
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// A running registry.
+pub struct Registry {
+    proc: Proc,
+    port: u16,
+    /// Its storage root (blobs and repositories, distribution's filesystem layout).
+    pub storage: PathBuf,
+    /// Its log file.
+    pub log: PathBuf,
+}
+
+/// The registry binary (see the module docs for where it comes from).
+pub fn binary() -> Result<PathBuf> {
+    static BIN: OnceLock<std::result::Result<PathBuf, String>> = OnceLock::new();
+    BIN.get_or_init(|| find_binary().map_err(|e| format!("{e:#}"))).clone().map_err(|e| anyhow!(e))
+}
+
+fn find_binary() -> Result<PathBuf> {
+    if let Some(p) = std::env::var_os("KWOP_REGISTRY_BIN") {
+        return Ok(PathBuf::from(p));
+    }
+    if let Ok(dir) = crate::plane::binaries() {
+        if dir.join("registry").is_file() {
+            return Ok(dir.join("registry"));
+        }
+    }
+    // KUBEBUILDER_ASSETS may point at a folder without it: let k8s-bins build it into its cache.
+    let script = crate::repo_root().join("scripts/k8s-bins");
+    let out = Command::new("bash")
+        .arg(&script)
+        .arg("--print-dir")
+        .env_remove("KUBEBUILDER_ASSETS")
+        .output()
+        .with_context(|| format!("cannot run {}", script.display()))?;
+    if !out.status.success() {
+        bail!("scripts/k8s-bins failed: {}", String::from_utf8_lossy(&out.stderr).trim());
+    }
+    let dir = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim().lines().last().unwrap_or_default());
+    let bin = dir.join("registry");
+    if !bin.is_file() {
+        bail!("scripts/k8s-bins did not build {}", bin.display());
+    }
+    Ok(bin)
+}
+
+impl Registry {
+    /// Starts a registry on a free loopback port and waits until `/v2/` answers.
+    pub fn start() -> Result<Registry> {
+        let bin = binary()?;
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join("kwop-test").join(format!("{}-registry-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let storage = dir.join("storage");
+        std::fs::create_dir_all(&storage)?;
+        let port = free_port()?;
+        let config = dir.join("config.yml");
+        std::fs::write(
+            &config,
+            format!(
+                "version: 0.1\nlog:\n  level: info\n  accesslog:\n    disabled: false\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: 127.0.0.1:{port}\n  secret: kwop-test-{n}\n",
+                storage.display()
+            ),
+        )?;
+        let log = dir.join("registry.log");
+        // No OpenTelemetry exporter: nothing listens for it here.
+        let envs = [("OTEL_TRACES_EXPORTER", "none")];
+        let mut proc = Proc::spawn("registry", &bin, &["serve".into(), config.display().to_string()], &log, &envs)?;
+        let start = Instant::now();
+        loop {
+            if !proc.running() {
+                bail!("registry exited early ({}):\n{}", log.display(), proc.tail(20));
+            }
+            if matches!(http(port, "GET", "/v2/", ""), Ok((200, _, _))) {
+                break;
+            }
+            if start.elapsed() > Duration::from_secs(30) {
+                bail!("registry not answering after 30s ({}):\n{}", log.display(), proc.tail(20));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Ok(Registry { proc, port, storage, log })
+    }
+
+    /// `127.0.0.1:PORT`, the registry part of an image reference (`{host_port}/repo:tag`).
+    pub fn host_port(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.host_port())
+    }
+
+    /// A plain HTTP GET of `path` (e.g. `/v2/kwop/manifests/test`) with an `Accept` header:
+    /// (status, headers as lowercase `name: value` lines, body).
+    pub fn get(&self, path: &str, accept: &str) -> Result<(u16, Vec<(String, String)>, Vec<u8>)> {
+        http(self.port, "GET", path, accept)
+    }
+
+    /// Whether the process is still running.
+    pub fn running(&mut self) -> bool {
+        self.proc.running()
+    }
+}
+
+/// HTTP/1.0 on loopback (the registry closes the connection, so the body is what follows the
+/// headers, whatever its type).
+fn http(port: u16, method: &str, path: &str, accept: &str) -> Result<(u16, Vec<(String, String)>, Vec<u8>)> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port))?;
+    s.set_read_timeout(Some(Duration::from_secs(30)))?;
+    let accept = if accept.is_empty() { String::new() } else { format!("Accept: {accept}\r\n") };
+    write!(s, "{method} {path} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\n{accept}\r\n")?;
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw)?;
+    let end = raw.windows(4).position(|w| w == b"\r\n\r\n").ok_or_else(|| anyhow!("no HTTP header end"))?;
+    let head = String::from_utf8_lossy(&raw[..end]).into_owned();
+    let mut lines = head.lines();
+    let status = lines.next().and_then(|l| l.split_whitespace().nth(1)).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    Ok((status, headers, raw[end + 4..].to_vec()))
+}
