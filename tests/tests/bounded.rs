@@ -45,13 +45,38 @@ fn lease_holder(plane: &ControlPlane, ns: &str, name: &str) -> String {
         .to_string()
 }
 
-/// The identity a host joined the election with (from its log).
+/// The log without terminal colours.
+fn plain(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // ESC [ ... m
+            for d in chars.by_ref() {
+                if d == 'm' {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The identity a host joined the election with (from its log, once it wrote it).
 fn identity(host: &Host) -> anyhow::Result<String> {
-    let log = host.log();
-    let line = log.lines().find(|l| l.contains("joining leader election")).unwrap_or_default();
-    let id = line.split("identity=").nth(1).and_then(|r| r.split_whitespace().next()).unwrap_or_default();
-    anyhow::ensure!(!id.is_empty(), "no identity in the host log:\n{}", host.proc.tail(20));
-    Ok(id.to_string())
+    let start = Instant::now();
+    loop {
+        let log = plain(&host.log());
+        let line = log.lines().find(|l| l.contains("joining leader election")).unwrap_or_default();
+        let id = line.split("identity=").nth(1).and_then(|r| r.split_whitespace().next()).unwrap_or_default();
+        if !id.is_empty() {
+            return Ok(id.to_string());
+        }
+        anyhow::ensure!(start.elapsed() < Duration::from_secs(20), "no identity in the host log:\n{}", host.proc.tail(20));
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
