@@ -296,7 +296,7 @@ async fn time_stands_still_inside_a_reconcile() -> anyhow::Result<()> {
 async fn a_huge_random_request_and_a_query_loop_fail_clearly() -> anyhow::Result<()> {
     let s = setup("chaos-greedy", &["--plugin-limit=chaos:timeout=10s"]).await?;
     create_chaos(&s.client, &s.ns, "greedy", json!({ "mode": "random-huge" })).await?;
-    expect_failure(&s, "greedy", "ReconcilePluginFailed", "random").await?;
+    expect_failure(&s, "greedy", "ReconcilePluginFailed", "exceeds limit 1048576").await?;
     // 20 ConfigMaps of 200 KiB: each query returns 4 MiB; the call's 32 MiB read budget ends
     // the loop after a few queries.
     let cms: Api<ConfigMap> = Api::namespaced(s.client.clone(), &s.ns);
