@@ -42,25 +42,31 @@ if [ ! -x "$here/node_modules/.bin/componentize-js" ] || [ "$(cat "$stamp" 2>/de
   echo "$want" >"$stamp"
 fi
 
-# Up to date? OUT newer than the sources, the WIT, the lock file and this script, and built with
-# the same engine (remembered per output path in dist/).
+# Up to date? OUT newer than the sources, the WIT, the helper module, the lock file and this
+# script, and built with the same engine (remembered per output path in dist/).
+helper="$wit/js/kwop.js"
+[ -f "$helper" ] || fail "no helper module at $helper"
 marker="$here/dist/.engine-$(printf '%s' "$out" | cksum | cut -d' ' -f1)"
 if [ -f "$out" ] && [ "$(cat "$marker" 2>/dev/null)" = "$engine" ] \
-  && [ -z "$(find "$here/src" "$wit" "$here/package-lock.json" "$here/build.sh" \
+  && [ -z "$(find "$here/src" "$wit/reconciler.wit" "$helper" "$here/package-lock.json" "$here/build.sh" \
     -newer "$out" -type f -print -quit)" ]; then
   echo "guest-foo-js: $out is up to date" >&2
   exit 0
 fi
 
+# The module root: src/ plus the helper module (wit/js/kwop.js), staged in dist/.
+stage="$here/dist/stage.$$"
+rm -rf "$stage" && mkdir -p "$stage"
+cp "$here"/src/*.js "$helper" "$stage/"
 # No WASI at all: the component imports only kwop:reconciler (no stdio, clocks, random, http).
 tmp="$out.tmp.$$"
-trap 'rm -f "$tmp"' EXIT
+trap 'rm -rf "$tmp" "$stage"' EXIT
 start=$SECONDS
 if [ "$engine" = quickjs ]; then
   build=(node_modules/.bin/componentize-qjs --wit "$wit" --world reconciler
-    --js src/component.js --module-root src --sync --stub-wasi --output "$tmp")
+    --js "$stage/component.js" --module-root "$stage" --sync --stub-wasi --output "$tmp")
 else
-  build=(node_modules/.bin/componentize-js src/component.js --wit "$wit" --world-name reconciler
+  build=(node_modules/.bin/componentize-js "$stage/component.js" --wit "$wit" --world-name reconciler
     --disable stdio random clocks http fetch-event --out "$tmp")
 fi
 if ! (cd "$here" && "${build[@]}") >"$log" 2>&1; then

@@ -43,19 +43,22 @@ if [ ! -x "$venv/bin/componentize-py" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$
   echo "$want" >"$stamp"
 fi
 
-# Up to date? OUT newer than the sources, the WIT, the requirements and this script.
-if [ -f "$out" ] && [ -z "$(find "$here/src" "$wit" "$here/requirements.txt" "$here/build.sh" \
+# Up to date? OUT newer than the sources, the WIT, the helper module (wit/python/kwop.py), the
+# requirements and this script.
+helper="$wit/python/kwop.py"
+[ -f "$helper" ] || fail "no helper module at $helper"
+if [ -f "$out" ] && [ -z "$(find "$here/src" "$wit/reconciler.wit" "$helper" "$here/requirements.txt" "$here/build.sh" \
   -newer "$out" -type f ! -name '*.pyc' -print -quit)" ]; then
   echo "guest-foo-py: $out is up to date" >&2
   exit 0
 fi
 
-# componentize-py bundles every file of the Python path: build from a copy of src/*.py, without
-# the __pycache__ a local test run leaves there.
+# componentize-py bundles every file of the Python path: build from a copy of src/*.py and the
+# helper module, without the __pycache__ a local test run leaves there.
 tmp="$out.tmp.$$"
 stage="$(mktemp -d)"
 trap 'rm -rf "$tmp" "$stage"' EXIT
-cp "$here"/src/*.py "$stage/"
+cp "$here"/src/*.py "$helper" "$stage/"
 start=$SECONDS
 if ! (cd "$stage" && RUST_BACKTRACE=0 "$venv/bin/componentize-py" --wit-path "$wit" --world reconciler \
   componentize app --python-path "$stage" --output "$tmp") >"$log" 2>&1; then

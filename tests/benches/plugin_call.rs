@@ -6,8 +6,8 @@
 //! - `rust_wasm_fresh`: what kwop does per reconcile — a fresh instance from the pooling allocator,
 //!   call, drop;
 //! - `rust_wasm_reused`: the same component, one instance kept across calls;
-//! - the same two for the C, JS and Python ports when their components have been built
-//!   (`guest-foo/{c,js,python}/build.sh`; skipped otherwise).
+//! - the same two for the C, JS, Python and Go ports when their components have been built
+//!   (`guest-foo/{c,js,python,go}/build.sh`; skipped otherwise).
 //!
 //! `cargo bench -p kwop-tests --bench plugin_call` (scripts/bench runs it and puts the medians in
 //! BENCHMARKS.md).
@@ -46,6 +46,7 @@ fn bench(c: &mut Criterion) {
         ("c", root.join("guest-foo/c/dist/foo.wasm")),
         ("js", root.join("guest-foo/js/dist/foo.wasm")),
         ("python", root.join("guest-foo/python/dist/foo.wasm")),
+        ("go", root.join("guest-foo/go/dist/foo.wasm")),
     ];
     for (lang, path) in guests {
         if !Path::new(&path).is_file() {

@@ -117,7 +117,7 @@ impl Registry {
 
     /// A plain HTTP GET of `path` (e.g. `/v2/kwop/manifests/test`) with an `Accept` header:
     /// (status, headers as lowercase `name: value` lines, body).
-    pub fn get(&self, path: &str, accept: &str) -> Result<(u16, Vec<(String, String)>, Vec<u8>)> {
+    pub fn get(&self, path: &str, accept: &str) -> Result<HttpResponse> {
         http(self.port, "GET", path, accept)
     }
 
@@ -127,9 +127,12 @@ impl Registry {
     }
 }
 
+/// An HTTP answer: status, headers (lowercase name, value), body.
+pub type HttpResponse = (u16, Vec<(String, String)>, Vec<u8>);
+
 /// HTTP/1.0 on loopback (the registry closes the connection, so the body is what follows the
 /// headers, whatever its type).
-fn http(port: u16, method: &str, path: &str, accept: &str) -> Result<(u16, Vec<(String, String)>, Vec<u8>)> {
+fn http(port: u16, method: &str, path: &str, accept: &str) -> Result<HttpResponse> {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port))?;
     s.set_read_timeout(Some(Duration::from_secs(30)))?;

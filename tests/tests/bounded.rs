@@ -74,7 +74,11 @@ fn identity(host: &Host) -> anyhow::Result<String> {
         if !id.is_empty() {
             return Ok(id.to_string());
         }
-        anyhow::ensure!(start.elapsed() < Duration::from_secs(20), "no identity in the host log:\n{}", host.proc.tail(20));
+        anyhow::ensure!(
+            start.elapsed() < Duration::from_secs(20),
+            "no identity in the host log:\n{}",
+            host.proc.tail(20)
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }

@@ -74,11 +74,11 @@ async fn context_and_a_kubeconfig_list_are_honoured() -> anyhow::Result<()> {
     // ~/.kube/config whose current context is a cluster that does not exist, and whose "right"
     // context is the test plane.
     let real = std::fs::read_to_string(&plane.kubeconfig)?;
-    let wrong = real.replace("current-context: kwop-test", "current-context: wrong").replace(
-        "contexts:\n",
-        "contexts:\n- name: wrong\n  context:\n    cluster: nowhere\n    user: admin\n",
-    );
-    let wrong = wrong.replace("clusters:\n", "clusters:\n- name: nowhere\n  cluster:\n    server: https://127.0.0.1:1\n");
+    let wrong = real
+        .replace("current-context: kwop-test", "current-context: wrong")
+        .replace("contexts:\n", "contexts:\n- name: wrong\n  context:\n    cluster: nowhere\n    user: admin\n");
+    let wrong =
+        wrong.replace("clusters:\n", "clusters:\n- name: nowhere\n  cluster:\n    server: https://127.0.0.1:1\n");
     std::fs::write(home.join(".kube/config"), wrong)?;
     let home_s = home.display().to_string();
     let (ready, log) = run_with_env(plane, &["--context=kwop-test"], &[("HOME", &home_s), ("KUBECONFIG", "")])?;
@@ -148,7 +148,8 @@ async fn warnings_are_truncated_to_1kib_and_a_changing_one_is_rate_limited() -> 
     // Requeued every 20 ms with a new text each time: client-go's filter lets 25 through, then
     // one per 5 minutes.
     tokio::time::sleep(Duration::from_secs(6)).await;
-    let n = events_for(&client, &ns, "changing").await?.iter().filter(|e| e.reason.as_deref() == Some("Changing")).count();
+    let n =
+        events_for(&client, &ns, "changing").await?.iter().filter(|e| e.reason.as_deref() == Some("Changing")).count();
     assert!((1..=26).contains(&n), "{n} Changing events");
     Ok(())
 }

@@ -56,7 +56,8 @@ fn target_dir() -> Result<PathBuf> {
 fn scripts_image(args: &[&str], env: &[(&str, &str)]) -> Result<String> {
     let mut cmd = Command::new("bash");
     cmd.arg(kwop_tests::repo_root().join("scripts/image")).args(args).env("CARGO_TARGET_DIR", target_dir()?);
-    for v in ["RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "CARGO_BUILD_TARGET", "RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER"] {
+    for v in ["RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "CARGO_BUILD_TARGET", "RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER"]
+    {
         cmd.env_remove(v);
     }
     cmd.envs(env.iter().copied());
@@ -178,11 +179,8 @@ async fn the_image_runs_as_its_user_with_only_its_files_and_reconciles_with_the_
     let empty_dir = pod_dir.join("cache");
     std::fs::create_dir_all(&empty_dir)?;
     std::fs::set_permissions(&empty_dir, std::fs::Permissions::from_mode(0o777))?;
-    let mut mounts = vec![Mount {
-        source: sa,
-        target: "/var/run/secrets/kubernetes.io/serviceaccount".into(),
-        writable: false,
-    }];
+    let mut mounts =
+        vec![Mount { source: sa, target: "/var/run/secrets/kubernetes.io/serviceaccount".into(), writable: false }];
     for m in container["volumeMounts"].as_sequence().into_iter().flatten() {
         let (name, path) = (m["name"].as_str().unwrap_or_default(), m["mountPath"].as_str().unwrap_or_default());
         let volume = pod["volumes"].as_sequence().into_iter().flatten().find(|v| v["name"] == name);
@@ -232,12 +230,20 @@ async fn the_image_runs_as_its_user_with_only_its_files_and_reconciles_with_the_
 
     // It is the image's user, without privileges, on a read-only root.
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    assert!(status.lines().any(|l| l.split_whitespace().collect::<Vec<_>>() == ["Uid:", "65532", "65532", "65532", "65532"]), "{status}");
+    assert!(
+        status
+            .lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["Uid:", "65532", "65532", "65532", "65532"]),
+        "{status}"
+    );
     assert!(status.lines().any(|l| l.split_whitespace().collect::<Vec<_>>() == ["NoNewPrivs:", "1"]));
     assert!(status.lines().any(|l| l.split_whitespace().collect::<Vec<_>>() == ["CapEff:", "0000000000000000"]));
     let mountinfo = std::fs::read_to_string(format!("/proc/{pid}/mountinfo"))?;
     let root_mount = mountinfo.lines().find(|l| l.split_whitespace().nth(4) == Some("/"));
-    assert!(root_mount.is_some_and(|l| l.split_whitespace().nth(5).is_some_and(|o| o.split(',').any(|f| f == "ro"))), "root not read-only:\n{mountinfo}");
+    assert!(
+        root_mount.is_some_and(|l| l.split_whitespace().nth(5).is_some_and(|o| o.split(',').any(|f| f == "ro"))),
+        "root not read-only:\n{mountinfo}"
+    );
     assert_eq!(std::fs::read_link(format!("/proc/{pid}/root"))?, root.canonicalize()?);
 
     // And it reconciles, with the service account's token only.
@@ -248,7 +254,8 @@ async fn the_image_runs_as_its_user_with_only_its_files_and_reconciles_with_the_
         d.spec.as_ref().and_then(|s| s.replicas) == Some(2)
     })
     .await?;
-    foo_status_where(&client, &ns, "from-image", "status written by the image", |s| s["availableReplicas"] == 0).await?;
+    foo_status_where(&client, &ns, "from-image", "status written by the image", |s| s["availableReplicas"] == 0)
+        .await?;
     event_with_reason(&client, &ns, "from-image", "Synced").await?;
     assert_eq!(host.metric("kwop_write_errors_total", &[])?, 0.0, "no write was refused");
     assert_eq!(host.metric("kwop_leader", &[])?, 1.0, "it leads, with its lease in kwop-system");

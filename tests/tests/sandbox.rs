@@ -244,7 +244,7 @@ async fn a_plugin_sees_no_environment_arguments_files_or_network() -> anyhow::Re
     })
     .await?;
     assert_eq!(st["envs"], 0, "{st}");
-    assert_eq!(st["args"], 0, "{st}");
+    assert_eq!(st["args"], 1, "argv[0] only (the program name programs expect): {st}");
     assert_eq!(st["fs"], false, "{st}");
     assert_eq!(st["net"], false, "{st}");
     Ok(())

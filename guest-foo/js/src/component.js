@@ -1,53 +1,35 @@
-// The WASM shell: WIT types in, foo.js `sync` in the middle, WIT types out. The component's entry
-// module (componentize-js maps the world's exports to this module's exports and its imports to
-// the `kwop:reconciler/...` modules).
+// The WASM shell: the world's exports from wit/js/kwop.js (copied next to this file by build.sh),
+// foo.js `sync` in the middle. componentize-js maps the world's exports to this module's exports
+// and its imports to the `kwop:reconciler/...` modules.
 //
-// WIT in JS (componentize-js): records are objects with camelCase fields, enums are their
-// lowercase names, `option<T>` is T or undefined, u64 is a BigInt, and a thrown object is the
-// `err` of a `result`.
+// json.js is the JSON codec (numbers as the Rust guest's serde_json sees them), so the helper
+// parses the request and the cache answers with it, and prints the intents and the status with it.
 
-import { get } from 'kwop:reconciler/cache@0.1.0';
-import { log } from 'kwop:reconciler/log@0.1.0';
+import * as cache from 'kwop:reconciler/cache@0.1.0';
+import * as log from 'kwop:reconciler/log@0.1.0';
+import { Failure, Outcome, gvk, plugin } from './kwop.js';
 import { parse, stringify } from './json.js';
 import { sync } from './foo.js';
 
-const deploymentGvk = () => ({ group: 'apps', version: 'v1', kind: 'Deployment' });
+const deployments = gvk('apps', 'v1', 'Deployment');
 
-export function info() {
-  return {
-    name: 'guest-foo-js',
-    version: '0.1.0',
-    primary: { group: 'samplecontroller.k8s.io', version: 'v1alpha1', kind: 'Foo' },
-    owns: [deploymentGvk()],
-    reads: [],
-  };
-}
-
-export function reconcile(req) {
-  let foo;
-  try {
-    foo = parse(req.primary);
-  } catch (e) {
-    throw { message: `primary is not JSON: ${e.message}`, events: [], retry: false };
-  }
-  // sample-controller's deploymentsLister.Deployments(ns).Get(name), from the host's cache.
-  const lookup = (ns, name) => {
-    const json = get(deploymentGvk(), ns, name);
-    if (json === undefined || json === null) return undefined;
-    try {
-      return parse(json);
-    } catch (e) {
-      log('error', `cached Deployment ${ns}/${name} is not JSON: ${e.message}`);
-      return undefined;
-    }
-  };
-  const r = sync(foo, lookup);
-  if (r.err) throw r.err;
-  return {
-    apply: r.ok.apply.map(stringify),
-    delete: [],
-    status: stringify(r.ok.status),
-    events: r.ok.events,
-    requeueAfterMs: undefined,
-  };
-}
+export const { info, reconcile } = plugin(
+  {
+    info: {
+      name: 'guest-foo-js',
+      version: '0.1.0',
+      primary: gvk('samplecontroller.k8s.io', 'v1alpha1', 'Foo'),
+      owns: [deployments],
+    },
+    reconcile(foo, ctx) {
+      // sample-controller's deploymentsLister.Deployments(ns).Get(name), from the host's cache.
+      const r = sync(foo, (ns, name) => ctx.get(deployments, ns, name));
+      if (r.err) throw new Failure(r.err.message, { retry: r.err.retry, events: r.err.events });
+      return new Outcome()
+        .apply(...r.ok.apply)
+        .status(r.ok.status)
+        .event(...r.ok.events);
+    },
+  },
+  { cache, log, json: { parse, stringify } },
+);

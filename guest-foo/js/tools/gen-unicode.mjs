@@ -7,6 +7,7 @@
 //
 //   node tools/gen-unicode.mjs > src/unicode.js
 //   node tools/gen-unicode.mjs --python > ../python/src/unicode_table.py
+//   node tools/gen-unicode.mjs --go > ../go/unicode_table.go
 const notPrintable = /[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Cn}\p{Zl}\p{Zp}\p{Zs}]/u;
 const graphemeExtend = /\p{Grapheme_Extend}/u;
 const escaped = (c) => {
@@ -30,7 +31,9 @@ const header = [
   '`<str as Debug>` writes as is, then a run it escapes as `\\u{...}`, and so on.',
 ];
 const table = runs.join(',');
-if (process.argv.includes('--python')) {
+if (process.argv.includes('--go')) {
+  process.stdout.write(`${header.map((l) => `// ${l}`).join('\n')}\n\npackage main\n\nconst escapedRuns = "${table}"\n`);
+} else if (process.argv.includes('--python')) {
   process.stdout.write(`${header.map((l) => `# ${l}`).join('\n')}\nESCAPED_RUNS = (\n    "${table}"\n)\n`);
 } else {
   process.stdout.write(`${header.map((l) => `// ${l}`).join('\n')}\nexport const ESCAPED_RUNS =\n  '${table}';\n`);

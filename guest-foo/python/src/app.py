@@ -1,68 +1,36 @@
-"""The WASM shell: WIT types in, foo.sync in the middle, WIT types out.
+"""The WASM shell: the world's exports from wit/python/kwop.py (copied next to this file by
+build.sh), foo.sync in the middle.
 
 componentize-py generates the `wit_world` bindings from wit/reconciler.wit at build time and
-calls this module's `WitWorld` for the world's exports; raising `Err(failure)` returns the `err`
-of a `result`.
+calls this module's `WitWorld` for the world's exports. jsonv is the JSON codec (numbers as the
+Rust guest's serde_json sees them): kwop parses the request and the cache answers with it, and
+prints the intents and the status with it.
 """
 
-import wit_world
-from componentize_py_types import Err
-from wit_world.imports import cache, log, types
+import kwop
 
 import foo
 import jsonv
 
-
-def _deployment_gvk():
-    return types.Gvk(group="apps", version="v1", kind="Deployment")
+DEPLOYMENTS = kwop.GVK("apps", "v1", "Deployment")
 
 
-def _to_wit(events):
-    return [
-        types.Event(
-            severity=types.EventType.NORMAL if e.severity == foo.NORMAL else types.EventType.WARNING,
-            reason=e.reason,
-            message=e.message,
-        )
-        for e in events
-    ]
+def _events(events):
+    return [kwop.Event(e.severity, e.reason, e.message) for e in events]
 
 
-class WitWorld(wit_world.WitWorld):
-    def info(self) -> types.PluginInfo:
-        return types.PluginInfo(
-            name="guest-foo-py",
-            version="0.1.0",
-            primary=types.Gvk(group="samplecontroller.k8s.io", version="v1alpha1", kind="Foo"),
-            owns=[_deployment_gvk()],
-            reads=[],
-        )
+class GuestFoo(kwop.Reconciler):
+    def info(self) -> kwop.Info:
+        return kwop.Info("guest-foo-py", "0.1.0", kwop.GVK("samplecontroller.k8s.io", "v1alpha1", "Foo"),
+                         owns=[DEPLOYMENTS])
 
-    def reconcile(self, req: types.Request) -> types.Outcome:
-        try:
-            primary = jsonv.loads(req.primary)
-        except jsonv.JsonError as e:
-            raise Err(types.Failure(message="primary is not JSON: %s" % e, events=[], retry=False))
-
+    def reconcile(self, primary, ctx: kwop.Context) -> kwop.Outcome:
         # sample-controller's deploymentsLister.Deployments(ns).Get(name), from the host's cache.
-        def lookup(ns, name):
-            text = cache.get(_deployment_gvk(), ns, name)
-            if text is None:
-                return None
-            try:
-                return jsonv.loads(text)
-            except jsonv.JsonError as e:
-                log.log(log.Level.ERROR, "cached Deployment %s/%s is not JSON: %s" % (ns, name, e))
-                return None
-
         try:
-            d = foo.sync(primary, lookup)
+            d = foo.sync(primary, lambda ns, name: ctx.get(DEPLOYMENTS, ns, name))
         except foo.Failure as f:
-            raise Err(types.Failure(message=f.message, events=_to_wit(f.events), retry=f.retry))
-        return types.Outcome(
-            apply=[jsonv.dumps(a) for a in d.apply],
-            delete=[],
-            status=jsonv.dumps(d.status),
-            events=_to_wit(d.events),
-            requeue_after_ms=None,
-        )
+            raise kwop.Failure(f.message, retry=f.retry, events=_events(f.events)) from None
+        return kwop.Outcome().apply(*d.apply).status(d.status).event(*_events(d.events))
+
+
+WitWorld = kwop.export(GuestFoo(), json=jsonv)

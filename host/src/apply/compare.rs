@@ -24,9 +24,13 @@ pub fn covers(observed: &Value, desired: &Value) -> bool {
 /// and has since dropped. Fields inside lists are not looked into (lists are compared whole by
 /// [`covers`]).
 pub fn owns_fields_beyond(o: &DynamicObject, manager: &str, subresource: &str, desired: &Value) -> bool {
-    let Some(entry) = o.metadata.managed_fields.iter().flatten().find(|m| {
-        m.manager.as_deref() == Some(manager) && m.subresource.as_deref().unwrap_or("") == subresource
-    }) else {
+    let Some(entry) = o
+        .metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .find(|m| m.manager.as_deref() == Some(manager) && m.subresource.as_deref().unwrap_or("") == subresource)
+    else {
         return false;
     };
     let Some(fields) = entry.fields_v1.as_ref().and_then(|f| f.0.get(format!("f:{subresource}"))) else {

@@ -32,6 +32,8 @@ pub enum LogFormat {
 }
 
 /// Subcommands.
+// Parsed once per process: the size of the larger variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run every plugin in a folder as a controller, following the folder for changes.

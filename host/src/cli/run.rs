@@ -49,7 +49,9 @@ pub(crate) async fn kube_config(kubeconfig: Option<&std::path::Path>, context: O
     let opts = KubeConfigOptions { context: context.map(str::to_string), ..Default::default() };
     if let Some(path) = kubeconfig {
         let kc = Kubeconfig::read_from(path).with_context(|| format!("cannot read kubeconfig {}", path.display()))?;
-        return Config::from_custom_kubeconfig(kc, &opts).await.with_context(|| format!("invalid kubeconfig {}", path.display()));
+        return Config::from_custom_kubeconfig(kc, &opts)
+            .await
+            .with_context(|| format!("invalid kubeconfig {}", path.display()));
     }
     let from_env = std::env::var_os("KUBECONFIG").is_some_and(|v| !v.is_empty());
     let home = std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".kube").join("config"));
@@ -64,8 +66,9 @@ pub(crate) async fn kube_config(kubeconfig: Option<&std::path::Path>, context: O
     if let Some(c) = context {
         anyhow::bail!("--context {c} given, but there is no kubeconfig (--kubeconfig, $KUBECONFIG or ~/.kube/config)");
     }
-    Config::incluster()
-        .context("no Kubernetes configuration found (use --kubeconfig, $KUBECONFIG, ~/.kube/config, or run in a cluster)")
+    Config::incluster().context(
+        "no Kubernetes configuration found (use --kubeconfig, $KUBECONFIG, ~/.kube/config, or run in a cluster)",
+    )
 }
 
 fn identity() -> String {

@@ -32,7 +32,11 @@ impl<K: Clone + Eq + Hash + Ord> Pacer<K> {
     /// A pacer handing out `rate` keys per second.
     pub(crate) fn new(rate: f64) -> Self {
         let per_tick = (rate * TICK.as_secs_f64()).ceil().max(1.0) as usize;
-        Pacer { waiting: Mutex::new(Waiting { order: VecDeque::new(), set: HashSet::new() }), notify: Notify::new(), per_tick }
+        Pacer {
+            waiting: Mutex::new(Waiting { order: VecDeque::new(), set: HashSet::new() }),
+            notify: Notify::new(),
+            per_tick,
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Waiting<K>> {
@@ -103,7 +107,7 @@ mod tests {
         let keys: Vec<u32> = (0..1000).collect();
         let mut seen = HashSet::new();
         let drain = |seen: &mut HashSet<u32>| {
-            while queue.len() > 0 {
+            while !queue.is_empty() {
                 let k = futures::FutureExt::now_or_never(queue.get()).flatten();
                 let Some(k) = k else { break };
                 queue.done(&k);

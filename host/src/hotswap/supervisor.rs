@@ -33,7 +33,7 @@ pub enum Command {
 /// Results of work the supervisor spawned.
 enum Event {
     Scanned(std::io::Result<folder::Scan>),
-    Loaded { file: String, sha256: String, result: Result<LoadedPlugin, LoadError> },
+    Loaded { file: String, sha256: String, result: Box<Result<LoadedPlugin, LoadError>> },
     Started { file: String, result: Result<Controller, StartError> },
     Stopped { file: String },
 }
@@ -85,7 +85,8 @@ impl Supervisor {
             self.on_event(ev);
         }
         self.shared.health.set_loaded();
-        let names: Vec<&str> = self.slots.values().filter_map(|s| s.good.as_ref()).map(|g| g.info.name.as_str()).collect();
+        let names: Vec<&str> =
+            self.slots.values().filter_map(|s| s.good.as_ref()).map(|g| g.info.name.as_str()).collect();
         for name in self.limits.unmatched(&names) {
             tracing::warn!(plugin = name, "--plugin-limit names a plugin that is not loaded (a typo?); it applies when a plugin of that name appears");
         }
@@ -181,7 +182,7 @@ impl Supervisor {
                     Err(e) => tracing::error!(dir = %self.dir.display(), "cannot list the plugin folder: {e}"),
                 }
             }
-            Event::Loaded { file, sha256, result } => self.on_loaded(file, sha256, result),
+            Event::Loaded { file, sha256, result } => self.on_loaded(file, sha256, *result),
             Event::Started { file, result } => {
                 if !self.slots.contains_key(&file) {
                     // The file went away while its controller started: stop what started.
@@ -264,7 +265,7 @@ impl Supervisor {
                     Ok(Err(e)) => Err(e),
                     Err(e) => Err(LoadError::NotAComponent(format!("compiler task failed: {e}"))),
                 };
-                let _ = tx.send(Event::Loaded { file: f, sha256: sha, result });
+                let _ = tx.send(Event::Loaded { file: f, sha256: sha, result: Box::new(result) });
             });
             slot.loading = Some(task.abort_handle());
         }
@@ -284,10 +285,15 @@ impl Supervisor {
             Ok(p) => p,
             Err(e) => return self.load_failed(&file, e.label(), e.to_string()),
         };
-        let taken =
-            self.slots.iter().find(|(f, s)| **f != file && s.good.as_ref().is_some_and(|g| g.info.name == plugin.info.name));
+        let taken = self
+            .slots
+            .iter()
+            .find(|(f, s)| **f != file && s.good.as_ref().is_some_and(|g| g.info.name == plugin.info.name));
         if let Some((other, _)) = taken {
-            let msg = format!("plugin name {:?} is already provided by {other}; names must be unique (they name the field manager)", plugin.info.name);
+            let msg = format!(
+                "plugin name {:?} is already provided by {other}; names must be unique (they name the field manager)",
+                plugin.info.name
+            );
             return self.load_failed(&file, "duplicate_name", msg);
         }
         tracing::info!(file, plugin = %plugin.info.name, version = %plugin.info.version, sha256 = %plugin.sha256,
@@ -383,7 +389,8 @@ impl Supervisor {
     }
 
     fn publish_unmatched(&self) {
-        let names: Vec<&str> = self.slots.values().filter_map(|s| s.good.as_ref()).map(|g| g.info.name.as_str()).collect();
+        let names: Vec<&str> =
+            self.slots.values().filter_map(|s| s.good.as_ref()).map(|g| g.info.name.as_str()).collect();
         let unmatched = self.limits.unmatched(&names).into_iter().map(str::to_string).collect();
         self.shared.health.set_unmatched_limits(unmatched);
     }

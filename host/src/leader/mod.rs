@@ -126,7 +126,9 @@ impl Election {
         match lock.release().await {
             Ok(true) => tracing::info!("leader lease released"),
             Ok(false) => tracing::info!("leader lease not held; nothing to release"),
-            Err(e) => tracing::warn!("could not release the leader lease (the standby takes over when it expires): {e}"),
+            Err(e) => {
+                tracing::warn!("could not release the leader lease (the standby takes over when it expires): {e}")
+            }
         }
     }
 }

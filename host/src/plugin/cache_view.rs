@@ -24,7 +24,9 @@ pub trait CacheView: Send + Sync {
 
 /// A `cache.query` whose results are over the bound.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
-#[error("cache.query of {kind} matched more than {limit} bytes of JSON; narrow it with a namespace or a label selector")]
+#[error(
+    "cache.query of {kind} matched more than {limit} bytes of JSON; narrow it with a namespace or a label selector"
+)]
 pub struct QueryTooLarge {
     /// The kind queried.
     pub kind: String,
@@ -33,7 +35,11 @@ pub struct QueryTooLarge {
 }
 
 /// Collects JSON texts until they add up to more than `max_bytes`.
-pub fn bounded<I: Iterator<Item = String>>(kind: &Gvk, items: I, max_bytes: usize) -> Result<Vec<String>, QueryTooLarge> {
+pub fn bounded<I: Iterator<Item = String>>(
+    kind: &Gvk,
+    items: I,
+    max_bytes: usize,
+) -> Result<Vec<String>, QueryTooLarge> {
     let mut total = 0usize;
     let mut out = Vec::new();
     for s in items {

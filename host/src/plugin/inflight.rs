@@ -128,7 +128,7 @@ impl InFlight {
     pub fn calls(&self) -> Vec<CallView> {
         let now = Instant::now();
         let mut v: Vec<CallView> = self.lock().values().map(|c| Self::view(c, now)).collect();
-        v.sort_by(|a, b| b.age_ms.cmp(&a.age_ms));
+        v.sort_by_key(|c| std::cmp::Reverse(c.age_ms));
         v
     }
 

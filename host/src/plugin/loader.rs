@@ -180,7 +180,10 @@ impl LoadedPlugin {
         let (pre2, deadline) = (pre.clone(), ceiling.deadline);
         let (raw, stats) = call::run(engine, &ceiling, ctx, move |mut store| async move {
             let r = async {
-                let i = pre2.instantiate_async(&mut store).await.map_err(|e| sandbox::classify(&store, e, deadline, true))?;
+                let i = pre2
+                    .instantiate_async(&mut store)
+                    .await
+                    .map_err(|e| sandbox::classify(&store, e, deadline, true))?;
                 i.call_info(&mut store).await.map_err(|e| sandbox::classify(&store, e, deadline, false))
             }
             .await;
@@ -228,7 +231,10 @@ impl LoadedPlugin {
         let (pre, deadline) = (self.pre.clone(), self.limits.deadline);
         let (r, _) = call::run(&self.engine, &self.limits, ctx, move |mut store| async move {
             let r = async {
-                let i = pre.instantiate_async(&mut store).await.map_err(|e| sandbox::classify(&store, e, deadline, true))?;
+                let i = pre
+                    .instantiate_async(&mut store)
+                    .await
+                    .map_err(|e| sandbox::classify(&store, e, deadline, true))?;
                 i.call_reconcile(&mut store, &req).await.map_err(|e| sandbox::classify(&store, e, deadline, false))
             }
             .await;

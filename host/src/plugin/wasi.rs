@@ -8,7 +8,7 @@
 //! | `wasi:clocks/monotonic-clock` | `now` is 0 for the whole call (time does not pass inside a reconcile); `resolution` is 1 ns; `subscribe-duration(0)` and `subscribe-instant(t ≤ 0)` are ready at once, any later instant never is |
 //! | `wasi:io/poll` | `poll` returns the pollables that are ready *now*; if none is, the call fails with "plugins cannot sleep: return requeueAfterMs"; `pollable.block` on a pollable that is not ready fails the same way; `pollable.ready` never waits |
 //! | `wasi:random/random`, `insecure`, `insecure-seed` | bytes from a SHA-256 counter stream seeded by (plugin sha256, object uid, object resourceVersion): the same object version gets the same bytes, every time, on every host; one request is at most [`Limits::random_bytes`] (1 MiB by default), a larger one fails the call |
-//! | `wasi:cli/environment` | no variables, no arguments, no initial directory |
+//! | `wasi:cli/environment` | no variables, one argument (`argv[0]` = `kwop-plugin`, the same for every plugin), no initial directory |
 //! | `wasi:cli/stdin` | empty (end of stream at once) |
 //! | `wasi:cli/stdout`, `stderr` | captured, never blocking, never failing; kept up to [`Limits::output_bytes`] per call and sent to the host's log with the plugin and object |
 //! | `wasi:cli/terminal-*` | not a terminal |
@@ -65,9 +65,12 @@ impl Determinism {
 pub(crate) fn ctx(d: &Determinism, limits: &Limits, stdout: Captured, stderr: Captured) -> WasiCtx {
     let since_epoch = d.started_at.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
     let seed_u128 = u128::from_le_bytes(SeededBytes::new(&d.seed, b"insecure-seed").take16());
-    // No preopened directories, environment, arguments or network; stdin stays empty (the
-    // builder's default).
+    // No preopened directories, environment or network; stdin stays empty (the builder's
+    // default). argv[0] alone, the same for every plugin: programs expect a program name (Go's
+    // `flag` and `klog`, hence `k8s.io/api`, index `os.Args[0]` when they start, and panic
+    // without one).
     WasiCtx::builder()
+        .arg("kwop-plugin")
         .stdout(stdout)
         .stderr(stderr)
         .allow_tcp(false)

@@ -136,7 +136,9 @@ impl EventSink {
     fn take_token(&self, key: &ObjectKey) -> bool {
         let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
         let now = Instant::now();
-        let refill = |b: &Bucket| (b.tokens + now.duration_since(b.at).as_secs_f64() / SPAM_REFILL.as_secs_f64()).min(SPAM_BURST);
+        let refill = |b: &Bucket| {
+            (b.tokens + now.duration_since(b.at).as_secs_f64() / SPAM_REFILL.as_secs_f64()).min(SPAM_BURST)
+        };
         if buckets.len() > 10_000 {
             // Full buckets carry no information.
             buckets.retain(|_, b| refill(b) < SPAM_BURST);

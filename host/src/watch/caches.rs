@@ -279,7 +279,11 @@ impl CacheView for Caches {
 }
 
 /// Query results as the JSON a plugin gets, at most `max_bytes` in all (serialising stops there).
-pub(crate) fn query_json(kind: &Gvk, found: &[Arc<DynamicObject>], max_bytes: usize) -> Result<Vec<String>, QueryTooLarge> {
+pub(crate) fn query_json(
+    kind: &Gvk,
+    found: &[Arc<DynamicObject>],
+    max_bytes: usize,
+) -> Result<Vec<String>, QueryTooLarge> {
     bounded(kind, found.iter().filter_map(|o| to_json(o)), max_bytes)
 }
 

@@ -99,7 +99,12 @@ pub async fn compare(cfg: &Config, base_label: &str, others: &[Build]) -> Result
         for run in runs.iter_mut() {
             eprintln!("bench: builds: {} convergence N={n} rep {}", run.build.label, rep + 1);
             let c = convergence_run(&with_binary(cfg, &run.build), Driver::Kwop, n).await?;
-            eprintln!("  {:.2}s, CPU {:.2}s, peak RSS {} MiB", c.seconds, c.controller_cpu_s, mib(c.controller_peak_rss));
+            eprintln!(
+                "  {:.2}s, CPU {:.2}s, peak RSS {} MiB",
+                c.seconds,
+                c.controller_cpu_s,
+                mib(c.controller_peak_rss)
+            );
             run.conv_s.push(c.seconds);
             run.conv_cpu_s.push(c.controller_cpu_s);
             run.conv_peak_rss.push(c.controller_peak_rss);
@@ -138,8 +143,9 @@ pub fn markdown(b: &BuildsRun) -> String {
     let rss = |r: &BuildRun| med(&r.conv_peak_rss.iter().map(|&x| x as f64).collect::<Vec<_>>());
     for r in &b.runs {
         let (c, cpu, mem, us) = (med(&r.conv_s), med(&r.conv_cpu_s), rss(r), r.us_per_reconcile());
-        let (bc, bcpu, bmem, bus) =
-            base.map_or((f64::NAN, f64::NAN, f64::NAN, f64::NAN), |b| (med(&b.conv_s), med(&b.conv_cpu_s), rss(b), b.us_per_reconcile()));
+        let (bc, bcpu, bmem, bus) = base.map_or((f64::NAN, f64::NAN, f64::NAN, f64::NAN), |b| {
+            (med(&b.conv_s), med(&b.conv_cpu_s), rss(b), b.us_per_reconcile())
+        });
         let _ = writeln!(
             o,
             "| {} | {} | {} | {} | {} | {} MiB | {} | {:.0} µs | {} | {:.0} |",

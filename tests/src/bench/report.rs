@@ -23,6 +23,8 @@ pub const CALL_IDS: &[(&str, &str)] = &[
     ("js_wasm_fresh", "guest-foo (JS, ComponentizeJS) as WASM, fresh pooled instance"),
     ("python_wasm_reused", "guest-foo (Python, componentize-py) as WASM, reused instance"),
     ("python_wasm_fresh", "guest-foo (Python, componentize-py) as WASM, fresh pooled instance"),
+    ("go_wasm_reused", "guest-foo (Go, standard Go wasip1) as WASM, reused instance"),
+    ("go_wasm_fresh", "guest-foo (Go, standard Go wasip1) as WASM, fresh pooled instance"),
 ];
 
 /// Reads criterion's medians for the `plugin_call` group from `criterion_dir` (target/criterion).

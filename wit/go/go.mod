@@ -1,0 +1,3 @@
+module kwop.dev/guest
+
+go 1.25
