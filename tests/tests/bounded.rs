@@ -229,3 +229,37 @@ async fn a_leader_frozen_past_its_lease_writes_nothing_after_the_takeover() -> a
     .await?;
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_file_removed_while_it_loads_is_not_loaded_and_holds_nothing_up() -> anyhow::Result<()> {
+    let plane = ControlPlane::shared(Mode::Api)?;
+    let ns = plane.namespace("vanish")?;
+    // chaos-slow-info computes for seconds in info() (allowed: its own limit is 30 s).
+    let dir = plugins::folder(&[("guest-foo.wasm", plugins::GUEST_FOO), ("slow.wasm", plugins::CHAOS_SLOW_INFO)])?;
+    let flags = [format!("--namespace={ns}"), "--plugin-limit=chaos-slow-info:timeout=30s".to_string()];
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let h = Host::start(KWOP, plane, &dir, &flags, false)?;
+    std::fs::remove_file(dir.join("slow.wasm"))?;
+    let client = plane.client().await?;
+    create_foo(&client, &ns, "foo", "dep", Some(1)).await?;
+    deployment_where(&client, &ns, "dep", "guest-foo reconciles", |d| {
+        d.spec.as_ref().and_then(|s| s.replicas) == Some(1)
+    })
+    .await?;
+    let swap = Instant::now();
+    plugins::replace(&dir, "guest-foo.wasm", plugins::GUEST_FOO_V2)?;
+    wait::until("guest-foo v2 active", Duration::from_secs(30), || async {
+        let e = plugin_entry(&h, "guest-foo").map_err(|e| e.to_string())?;
+        Ok(e.filter(|e| e["version"] == "0.1.0-v2").map(|_| ()))
+    })
+    .await?;
+    assert!(swap.elapsed() < Duration::from_secs(10), "swap beside a slow load took {:?}", swap.elapsed());
+    // Once its load ends, the removed file's plugin is not started.
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    assert!(plugin_entry(&h, "chaos-slow-info")?.is_none(), "{}", plugins_json(&h)?);
+    let log = plain(&h.log());
+    assert!(log.contains("removed while it was loading"), "{}", h.proc.tail(20));
+    assert!(!log.contains("controller started plugin=chaos-slow-info"), "a removed file's plugin was started");
+    assert_eq!(http_get(h.port, "/healthz")?.0, 200);
+    Ok(())
+}

@@ -281,6 +281,12 @@ impl Supervisor {
             return;
         }
         slot.loading = None;
+        // Gone since, and the folder scan has not told yet: do not start it (the scan removes
+        // the slot).
+        if !self.dir.join(&file).is_file() {
+            tracing::info!(file, sha256, "plugin file removed while it was loading; discarded");
+            return;
+        }
         let plugin = match result {
             Ok(p) => p,
             Err(e) => return self.load_failed(&file, e.label(), e.to_string()),
