@@ -42,6 +42,8 @@ fn main() {
     build(&root, &out, "guest-foo", &[], "guest_foo.wasm", "KWOP_PLUGIN_GUEST_FOO");
     build(&root, &out, "guest-foo", &["v2"], "guest_foo.wasm", "KWOP_PLUGIN_GUEST_FOO_V2");
     build(&root, &out, "plugin-chaos", &[], "plugin_chaos.wasm", "KWOP_PLUGIN_CHAOS");
+    build(&root, &out, "plugin-chaos", &["info-sleeps"], "plugin_chaos.wasm", "KWOP_PLUGIN_CHAOS_INFO_SLEEPS");
+    build(&root, &out, "plugin-chaos", &["slow-info"], "plugin_chaos.wasm", "KWOP_PLUGIN_CHAOS_SLOW_INFO");
     build(&root, &out, "not-a-plugin", &[], "not-a-plugin.wasm", "KWOP_PLUGIN_WRONG_WORLD");
     build(&root, &out, "plugin-selfheal", &[], "plugin_selfheal.wasm", "KWOP_PLUGIN_SELFHEAL");
     println!("cargo:rerun-if-env-changed=CARGO_TARGET_DIR");

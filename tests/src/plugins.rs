@@ -8,6 +8,10 @@ pub const GUEST_FOO: &str = env!("KWOP_PLUGIN_GUEST_FOO");
 pub const GUEST_FOO_V2: &str = env!("KWOP_PLUGIN_GUEST_FOO_V2");
 /// The misbehaving test plugin (tests/plugins/chaos).
 pub const CHAOS: &str = env!("KWOP_PLUGIN_CHAOS");
+/// The chaos plugin whose `info()` sleeps 30 s (named `chaos-info-sleeps`).
+pub const CHAOS_INFO_SLEEPS: &str = env!("KWOP_PLUGIN_CHAOS_INFO_SLEEPS");
+/// The chaos plugin whose `info()` computes for a few seconds (named `chaos-slow-info`).
+pub const CHAOS_SLOW_INFO: &str = env!("KWOP_PLUGIN_CHAOS_SLOW_INFO");
 /// Heal → Service + ConfigMap copying a read Deployment's status (tests/plugins/selfheal).
 pub const SELFHEAL: &str = env!("KWOP_PLUGIN_SELFHEAL");
 /// A valid component of another world (a WASI command).

@@ -128,3 +128,34 @@ fn reconcile_applies_the_write_fence_offline() {
     assert_eq!(code, 1);
     assert!(out.contains("deadline"), "{out}");
 }
+
+fn chaos_reconcile(name: &str, mode: &str, resource_version: &str) -> (i32, String, String) {
+    let dir = std::env::temp_dir().join(format!("kwop-cli-wasi-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("tmp");
+    let file = dir.join(format!("{name}.yaml"));
+    let yaml = format!("apiVersion: test.kwop.dev/v1\nkind: Chaos\nmetadata: {{name: c, namespace: n, uid: u, resourceVersion: \"{resource_version}\"}}\nspec: {{mode: {mode}}}\n");
+    std::fs::write(&file, yaml).expect("write");
+    kwop(&["plugin", "reconcile", plugins::CHAOS, "--primary", &file.display().to_string()])
+}
+
+#[test]
+fn a_sleeping_reconcile_returns_at_once_with_a_clear_error() {
+    for mode in ["sleep", "poll-sleep"] {
+        let started = std::time::Instant::now();
+        let (code, out, err) = chaos_reconcile(mode, mode, "1");
+        assert_eq!(code, 1, "{out}{err}");
+        assert!(out.contains("plugins cannot sleep"), "{out}{err}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(30), "{mode} took {:?}", started.elapsed());
+    }
+}
+
+#[test]
+fn random_bytes_are_a_function_of_plugin_and_object_version() {
+    let (code, a, err) = chaos_reconcile("r1", "random", "41");
+    assert_eq!(code, 0, "{a}{err}");
+    let (_, b, _) = chaos_reconcile("r2", "random", "41");
+    let (_, c, _) = chaos_reconcile("r3", "random", "42");
+    assert!(a.contains("\"bytes\""), "{a}");
+    assert_eq!(a, b, "the same object version gets the same bytes");
+    assert_ne!(a, c, "another version gets others");
+}

@@ -264,3 +264,62 @@ async fn a_plugin_failure_is_reported_with_its_own_events_and_retried() -> anyho
     assert_eq!(evs.iter().filter(|e| e.reason.as_deref() == Some("ChaosFailed")).count(), 1);
     Ok(())
 }
+
+async fn status_of(s: &Setup, name: &str, phase: &str) -> anyhow::Result<serde_json::Value> {
+    let chaos = chaos_api(&s.client, &s.ns);
+    kwop_tests::wait::until("the plugin to report", Duration::from_secs(30), || async {
+        let o = chaos.get(name).await.map_err(|e| e.to_string())?;
+        Ok((o.data["status"]["phase"] == phase).then(|| o.data["status"].clone()))
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn time_stands_still_inside_a_reconcile() -> anyhow::Result<()> {
+    let s = setup("chaos-clock", &[]).await?;
+    let before = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_nanos();
+    create_chaos(&s.client, &s.ns, "clock", json!({ "mode": "clock" })).await?;
+    create_chaos(&s.client, &s.ns, "yield", json!({ "mode": "yield" })).await?;
+    let st = status_of(&s, "clock", "clock").await?;
+    // One fixed instant per reconcile (its start), and a monotonic clock that does not move.
+    assert_eq!(st["wall"], st["wallAfterWork"], "{st}");
+    assert_eq!(st["monotonicElapsedNs"], "0", "{st}");
+    let wall: u128 = st["wall"].as_str().unwrap_or_default().parse()?;
+    assert!(wall >= before, "the wall clock is the reconcile's start, not a constant: {st}");
+    // A zero-length wait is ready at once; a later one is never ready (and never waited for).
+    let st = status_of(&s, "yield", "yielded").await?;
+    assert_eq!(st["laterReady"], false, "{st}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_huge_random_request_and_a_query_loop_fail_clearly() -> anyhow::Result<()> {
+    let s = setup("chaos-greedy", &["--plugin-limit=chaos:timeout=10s"]).await?;
+    create_chaos(&s.client, &s.ns, "greedy", json!({ "mode": "random-huge" })).await?;
+    expect_failure(&s, "greedy", "ReconcilePluginFailed", "exceeds limit 1048576").await?;
+    // 20 ConfigMaps of 200 KiB: each query returns 4 MiB; the call's 32 MiB read budget ends
+    // the loop after a few queries.
+    let cms: Api<ConfigMap> = Api::namespaced(s.client.clone(), &s.ns);
+    for i in 0..20 {
+        let cm = json!({ "metadata": { "name": format!("big-{i}") }, "data": { "blob": "x".repeat(200 << 10) } });
+        cms.create(&PostParams::default(), &serde_json::from_value(cm)?).await?;
+    }
+    create_chaos(&s.client, &s.ns, "reader", json!({ "mode": "query-loop" })).await?;
+    expect_failure(&s, "reader", "ReconcilePluginFailed", "bytes of cache reads left").await?;
+    others_unaffected(&s, "greedy").await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_plugin_whose_info_sleeps_is_refused_at_once() -> anyhow::Result<()> {
+    let plane = ControlPlane::shared(Mode::Api)?;
+    let ns = plane.namespace("chaos-info")?;
+    let dir = plugins::folder(&[("guest-foo.wasm", plugins::GUEST_FOO), ("sleepy.wasm", plugins::CHAOS_INFO_SLEEPS)])?;
+    let started = std::time::Instant::now();
+    let h = host(plane, &dir, &[&format!("--namespace={ns}")])?;
+    assert!(started.elapsed() < Duration::from_secs(60), "info() did not hold the start");
+    let (_, body) = http_get(h.port, "/plugins")?;
+    assert!(body.contains("plugins cannot sleep"), "{body}");
+    assert!(!body.contains("\"name\":\"chaos-info-sleeps\""), "{body}");
+    Ok(())
+}

@@ -1,5 +1,6 @@
 //! "Does the observed object already satisfy the intent?"
 
+use kube::api::DynamicObject;
 use serde_json::Value;
 
 /// True when every field of `desired` is present in `observed` with the same value: maps are
@@ -18,9 +19,43 @@ pub fn covers(observed: &Value, desired: &Value) -> bool {
     }
 }
 
+/// Whether `manager`'s `managedFields` entry for `subresource` owns a field under `top` (e.g.
+/// `status`) that `desired` (the value of `top`) does not have: a field the manager set before
+/// and has since dropped. Fields inside lists are not looked into (lists are compared whole by
+/// [`covers`]).
+pub fn owns_fields_beyond(o: &DynamicObject, manager: &str, subresource: &str, desired: &Value) -> bool {
+    let Some(entry) = o
+        .metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .find(|m| m.manager.as_deref() == Some(manager) && m.subresource.as_deref().unwrap_or("") == subresource)
+    else {
+        return false;
+    };
+    let Some(fields) = entry.fields_v1.as_ref().and_then(|f| f.0.get(format!("f:{subresource}"))) else {
+        return false;
+    };
+    owned_beyond(fields, desired)
+}
+
+fn owned_beyond(fields: &Value, desired: &Value) -> bool {
+    let Some(map) = fields.as_object() else {
+        return false;
+    };
+    map.iter().any(|(k, sub)| match k.strip_prefix("f:") {
+        Some(name) => match desired.get(name) {
+            None => true,
+            Some(d) => owned_beyond(sub, d),
+        },
+        // ".", list keys ("k:"), values ("v:") and indices ("i:").
+        None => false,
+    })
+}
+
 #[cfg(test)]
 mod tests {
-    use super::covers;
+    use super::{covers, owns_fields_beyond};
     use serde_json::json;
 
     #[test]
@@ -40,5 +75,22 @@ mod tests {
         assert!(!covers(&json!({"spec":{"replicas":2,"list":[{"a":1},{"a":2}]}}), &desired));
         assert!(covers(&json!({"spec":{"replicas":2.0,"list":[{"a":1,"b":0}]}}), &desired));
         assert!(covers(&json!({}), &json!({"gone": null})));
+    }
+
+    #[test]
+    fn a_status_field_the_manager_set_and_dropped_is_seen() {
+        let o: kube::api::DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "X", "metadata": { "name": "x", "managedFields": [
+                { "manager": "other", "operation": "Apply", "subresource": "status", "fieldsV1": { "f:status": { "f:theirs": {} } } },
+                { "manager": "kwop-p", "operation": "Apply", "subresource": "status", "fieldsV1":
+                    { "f:status": { ".": {}, "f:a": {}, "f:b": { "f:c": {} }, "f:list": { "k:{\"n\":1}": {} } } } }
+            ] }
+        }))
+        .expect("object");
+        let all = json!({ "a": 1, "b": { "c": 2 }, "list": [] });
+        assert!(!owns_fields_beyond(&o, "kwop-p", "status", &all));
+        assert!(owns_fields_beyond(&o, "kwop-p", "status", &json!({ "a": 1, "list": [] })), "b dropped");
+        assert!(owns_fields_beyond(&o, "kwop-p", "status", &json!({ "a": 1, "b": {}, "list": [] })), "b.c dropped");
+        assert!(!owns_fields_beyond(&o, "kwop-q", "status", &json!({})), "another manager's fields are not ours");
     }
 }

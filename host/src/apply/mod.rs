@@ -246,9 +246,14 @@ impl Applier {
         api.patch(name, &PatchParams::apply(&self.field_manager).force(), &Patch::Apply(desired)).await
     }
 
-    /// Writes the primary's status through the status subresource unless it already matches.
+    /// Writes the primary's status through the status subresource unless it already matches:
+    /// every desired field is there, and no field this plugin set before (its status entry in
+    /// `managedFields`, which the primary's cache keeps) is missing from the desired status —
+    /// such a field is one the plugin dropped, and applying removes it.
     pub async fn status(&self, r: &Resolved, primary: &DynamicObject, status: &Value) -> Result<Write, kube::Error> {
-        if primary.data.get("status").is_some_and(|s| covers(s, status)) {
+        if primary.data.get("status").is_some_and(|s| covers(s, status))
+            && !compare::owns_fields_beyond(primary, &self.field_manager, "status", status)
+        {
             return Ok(Write::Skipped);
         }
         let name = primary.metadata.name.clone().unwrap_or_default();
@@ -270,7 +275,9 @@ impl Applier {
         Ok(Write::Written)
     }
 
-    /// Deletes an object if it still is the one observed (UID precondition). Already gone is fine.
+    /// Deletes an object if it still is the one observed: same UID and resourceVersion (a newer
+    /// version than the cache's — changed by someone since — is a 409 and a retry, never a
+    /// delete decided on stale data). Already gone is fine.
     pub async fn delete(
         &self,
         r: &Resolved,
@@ -282,7 +289,10 @@ impl Applier {
             return Ok(Write::Skipped);
         };
         let dp = DeleteParams {
-            preconditions: Some(Preconditions { uid: o.metadata.uid.clone(), resource_version: None }),
+            preconditions: Some(Preconditions {
+                uid: o.metadata.uid.clone(),
+                resource_version: o.metadata.resource_version.clone(),
+            }),
             propagation_policy: Some(kube::api::PropagationPolicy::Background),
             ..DeleteParams::default()
         };

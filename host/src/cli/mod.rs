@@ -44,6 +44,8 @@ pub enum LogFormat {
 }
 
 /// Subcommands.
+// Parsed once per process: the size of the larger variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run every plugin in a folder as a controller, following the folder for changes.
@@ -56,10 +58,12 @@ pub enum Command {
 /// Sandbox limits for plugin calls.
 #[derive(Debug, Clone, Args)]
 pub struct SandboxArgs {
-    /// Wall-clock budget of one reconcile call (e.g. 1s, 500ms).
+    /// Wall-clock budget of one call into a plugin, info() and reconcile alike (e.g. 1s, 500ms):
+    /// instantiation and time inside host imports included.
     #[arg(long, default_value = "1s", value_parser = units::duration, env = "KWOP_PLUGIN_TIMEOUT")]
     pub plugin_timeout: Duration,
-    /// Memory one plugin instance may use (e.g. 64Mi, 256Mi).
+    /// Memory one plugin instance may use, all its linear memories and tables together (e.g.
+    /// 64Mi, 256Mi).
     #[arg(long, default_value = "64Mi", value_parser = units::bytes, env = "KWOP_PLUGIN_MEMORY")]
     pub plugin_memory: usize,
     /// Folder of the precompiled-component cache [default: $XDG_CACHE_HOME/kwop/precompiled].
@@ -76,10 +80,12 @@ pub struct RunArgs {
     /// Folder of plugin components (`*.wasm`); changes are picked up without a restart.
     #[arg(long, env = "KWOP_PLUGINS")]
     pub plugins: PathBuf,
-    /// Kubeconfig file [default: $KUBECONFIG, ~/.kube/config, or in-cluster service account].
-    #[arg(long, env = "KUBECONFIG")]
+    /// Kubeconfig file [default: the files listed in $KUBECONFIG (merged, as kubectl does), else
+    /// ~/.kube/config, else the in-cluster service account].
+    #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
-    /// Kubeconfig context to use.
+    /// Kubeconfig context to use (from --kubeconfig, $KUBECONFIG or ~/.kube/config) [default: its
+    /// current-context]. An unknown context is an error, never a fallback to another cluster.
     #[arg(long)]
     pub context: Option<String>,
     /// Watch and reconcile only this namespace (default: all namespaces).
@@ -104,19 +110,41 @@ pub struct RunArgs {
     /// Lease duration: how long a crashed leader blocks the standby.
     #[arg(long, default_value = "15s", value_parser = units::duration)]
     pub leader_lease_duration: Duration,
+    /// How long the leader keeps writing without a successful renewal; past it, it stops writing
+    /// and steps down — always before another replica can take over [default: 2/3 of the lease
+    /// duration, i.e. 10s of 15s, as client-go].
+    #[arg(long, value_parser = units::duration)]
+    pub leader_renew_deadline: Option<Duration>,
+    /// How often candidates try to acquire, and the leader to renew, the lease [default: the lease
+    /// duration / 7.5, i.e. 2s of 15s].
+    #[arg(long, value_parser = units::duration)]
+    pub leader_retry_period: Option<Duration>,
+    /// How long removing or replacing a plugin, losing leadership or SIGTERM waits for running
+    /// reconciles before abandoning them (the next leader or version reconciles again). Keep it
+    /// below the pod's terminationGracePeriodSeconds.
+    #[arg(long, default_value = "10s", value_parser = units::duration)]
+    pub shutdown_grace: Duration,
     /// Concurrent reconciles per plugin.
     #[arg(long, default_value_t = 4)]
     pub workers: usize,
-    /// Re-check every object this often even without changes (costs no writes when in sync).
+    /// Re-check every object this often even without changes (costs no writes when in sync); 0
+    /// turns the resync off.
     #[arg(long, default_value = "5m", value_parser = units::duration)]
     pub resync_period: Duration,
     /// Objects per second re-queued after a plugin swap, a resync or a relist.
     #[arg(long, default_value_t = 200.0)]
     pub requeue_rate: f64,
     /// Limits for one plugin (by its info() name), overriding --plugin-timeout/--plugin-memory,
-    /// e.g. `--plugin-limit guest-foo-py:memory=128Mi,timeout=2s`. Repeatable.
+    /// e.g. `--plugin-limit guest-foo-py:memory=128Mi,timeout=2s`. Repeatable. A name that no
+    /// loaded plugin has is reported (log and /plugins).
     #[arg(long = "plugin-limit", value_name = "NAME:memory=SIZE,timeout=DURATION", value_parser = units::plugin_limit)]
     pub plugin_limits: Vec<units::PluginLimit>,
+    /// Memory all running plugin instances together may hold; reconciles wait for their share
+    /// (each reserves its plugin's memory limit plus a 2 MiB stack while it runs), so plugins
+    /// can never get the pod OOM-killed [default: half of the container's memory limit (cgroup
+    /// memory.max), else half of the machine's memory].
+    #[arg(long, value_parser = units::bytes, env = "KWOP_PLUGIN_MEMORY_BUDGET")]
+    pub plugin_memory_budget: Option<usize>,
     /// Sandbox limits.
     #[command(flatten)]
     pub sandbox: SandboxArgs,
@@ -206,7 +234,7 @@ pub enum PluginCommand {
 fn init_tracing(format: LogFormat) {
     use std::io::IsTerminal;
     use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_env("KWOP_LOG").unwrap_or_else(|_| EnvFilter::new("info,kube_lease_manager=warn"));
+    let filter = EnvFilter::try_from_env("KWOP_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
     // Colour codes only for a person at a terminal, never in a file or a pipe.
     let ansi = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     let b = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);

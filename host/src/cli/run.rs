@@ -3,8 +3,9 @@
 use super::RunArgs;
 use crate::controller::{ControllerConfig, Shared};
 use crate::hotswap::{Command, Supervisor};
-use crate::leader::{Election, ElectionConfig};
-use crate::plugin::{EngineConfig, PluginEngine};
+use crate::leader::gate::WriteGate;
+use crate::leader::{Election, ElectionConfig, Leadership};
+use crate::plugin::{EngineConfig, LimitSet, PluginEngine};
 use crate::telemetry::{health::Role, http, Health, Metrics};
 use anyhow::Context;
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -12,28 +13,62 @@ use kube::{Client, Config};
 use notify::Watcher;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 
 pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    rt.block_on(run_async(args))?;
+    let r = rt.block_on(run_async(args));
+    // Do not wait for blocking tasks (a compile of a plugin that was being replaced): the
+    // shutdown grace is already spent.
+    rt.shutdown_timeout(Duration::from_millis(500));
+    r?;
     Ok(ExitCode::SUCCESS)
 }
 
-async fn client(args: &RunArgs) -> anyhow::Result<Client> {
-    let config = match &args.kubeconfig {
-        Some(path) => {
-            let kc =
-                Kubeconfig::read_from(path).with_context(|| format!("cannot read kubeconfig {}", path.display()))?;
-            let opts = KubeConfigOptions { context: args.context.clone(), ..Default::default() };
-            Config::from_custom_kubeconfig(kc, &opts).await.context("invalid kubeconfig")?
-        }
-        // $KUBECONFIG, ~/.kube/config, then the in-cluster service account.
-        None => Config::infer()
+/// The default limits (`--plugin-timeout`, `--plugin-memory`) and the `--plugin-limit` overrides.
+fn limit_set(args: &RunArgs) -> LimitSet {
+    let default = super::offline::limits(&args.sandbox);
+    let by_name = args
+        .plugin_limits
+        .iter()
+        .map(|l| {
+            let mut x = default.clone();
+            x.memory_bytes = l.memory.unwrap_or(x.memory_bytes);
+            x.deadline = l.timeout.unwrap_or(x.deadline);
+            (l.plugin.clone(), x)
+        })
+        .collect();
+    LimitSet { default, by_name }
+}
+
+/// The client configuration: `--kubeconfig`, else the files of `$KUBECONFIG` (a list, merged as
+/// kubectl merges them), else `~/.kube/config` — each with `--context` — else in-cluster. A
+/// `--context` is never silently dropped: with no kubeconfig to find it in, that is an error.
+pub(crate) async fn kube_config(kubeconfig: Option<&std::path::Path>, context: Option<&str>) -> anyhow::Result<Config> {
+    let opts = KubeConfigOptions { context: context.map(str::to_string), ..Default::default() };
+    if let Some(path) = kubeconfig {
+        let kc = Kubeconfig::read_from(path).with_context(|| format!("cannot read kubeconfig {}", path.display()))?;
+        return Config::from_custom_kubeconfig(kc, &opts)
             .await
-            .context("no Kubernetes configuration found (use --kubeconfig, $KUBECONFIG, or run in a cluster)")?,
-    };
-    Client::try_from(config).context("cannot build a Kubernetes client")
+            .with_context(|| format!("invalid kubeconfig {}", path.display()));
+    }
+    let from_env = std::env::var_os("KUBECONFIG").is_some_and(|v| !v.is_empty());
+    let home = std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".kube").join("config"));
+    if from_env || home.as_ref().is_some_and(|p| p.is_file()) {
+        let kc = Kubeconfig::read().context(if from_env {
+            "cannot read the kubeconfig files listed in $KUBECONFIG"
+        } else {
+            "cannot read ~/.kube/config"
+        })?;
+        return Config::from_custom_kubeconfig(kc, &opts).await.context("invalid kubeconfig");
+    }
+    if let Some(c) = context {
+        anyhow::bail!("--context {c} given, but there is no kubeconfig (--kubeconfig, $KUBECONFIG or ~/.kube/config)");
+    }
+    Config::incluster().context(
+        "no Kubernetes configuration found (use --kubeconfig, $KUBECONFIG, ~/.kube/config, or run in a cluster)",
+    )
 }
 
 fn identity() -> String {
@@ -60,28 +95,65 @@ async fn shutdown_signal() {
     let _ = ctrl_c.await;
 }
 
+fn election_config(args: &RunArgs, identity: &str) -> anyhow::Result<ElectionConfig> {
+    let namespace = args
+        .leader_election_namespace
+        .clone()
+        .or_else(|| {
+            std::fs::read_to_string("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+                .ok()
+                .map(|s| s.trim().to_string())
+        })
+        .unwrap_or_else(|| "default".into());
+    let lease = args.leader_lease_duration;
+    let cfg = ElectionConfig {
+        namespace,
+        name: args.leader_election_id.clone(),
+        identity: identity.to_string(),
+        lease_duration: lease,
+        renew_deadline: args.leader_renew_deadline.unwrap_or(lease.mul_f64(2.0 / 3.0)),
+        retry_period: args.leader_retry_period.unwrap_or(lease.div_f64(7.5)),
+    };
+    cfg.validate().map_err(anyhow::Error::msg)?;
+    Ok(cfg)
+}
+
 async fn run_async(args: RunArgs) -> anyhow::Result<()> {
-    let client = client(&args).await?;
+    let identity = identity();
+    let election_cfg = if args.leader_elect { Some(election_config(&args, &identity)?) } else { None };
+    let mut config = kube_config(args.kubeconfig.as_deref(), args.context.as_deref()).await?;
+    // Requests carry this replica's identity, so the API server's audit log tells replicas apart.
+    if let Ok(ua) = ::http::header::HeaderValue::from_str(&format!("kwop/{} ({identity})", env!("CARGO_PKG_VERSION"))) {
+        config.headers.push((::http::header::USER_AGENT, ua));
+    }
     let metrics = Arc::new(Metrics::new());
     let health = Arc::new(Health::default());
+    let leadership = if args.leader_elect { Leadership::elected() } else { Leadership::always() };
+    let lease_client = Client::try_from(config.clone()).context("cannot build a Kubernetes client")?;
+    // Every other request goes through the write gate.
+    let gate = WriteGate::new(leadership.clone(), metrics.writes_refused_not_leader.clone());
+    let client = kube::client::ClientBuilder::try_from(config)
+        .context("cannot build a Kubernetes client")?
+        .with_layer(&gate)
+        .build();
     let cache_dir = if args.sandbox.no_cache {
         None
     } else {
         args.sandbox.cache_dir.clone().or_else(crate::plugin::engine::default_cache_dir)
     };
+    let limits = limit_set(&args);
+    let memory_budget = args.plugin_memory_budget.or_else(crate::plugin::admission::default_budget);
     let engine_cfg = EngineConfig {
         cache_dir,
         // The pool's slots must fit the largest memory any plugin may get.
-        max_memory_bytes: args
-            .plugin_limits
-            .iter()
-            .filter_map(|l| l.memory)
-            .fold(args.sandbox.plugin_memory.max(64 << 20), usize::max),
+        max_memory_bytes: limits.ceiling().memory_bytes.max(64 << 20),
+        memory_budget,
         ..EngineConfig::default()
     };
-    let max_instances = engine_cfg.max_instances as usize;
     let engine = PluginEngine::new(engine_cfg).context("cannot start the WebAssembly engine")?;
-    let limits = super::offline::limits(&args.sandbox);
+    engine.admission.check(limits.ceiling().memory_bytes).context("plugin limits")?;
+    tracing::info!(budget_bytes = ?memory_budget, "plugin memory budget");
+    health.attach_engine(engine.clone());
 
     // Probes and metrics first, so a slow plugin load is visible as "not ready".
     let stop_http = tokio_util::sync::CancellationToken::new();
@@ -105,33 +177,18 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
         }));
     }
 
+    let grace = args.shutdown_grace;
     let config = ControllerConfig {
         workers: args.workers,
         resync: args.resync_period,
         requeue_rate: args.requeue_rate,
         namespace: args.namespace.clone(),
-        instance: Some(identity()),
+        instance: Some(identity.clone()),
+        shutdown_grace: grace,
         ..ControllerConfig::default()
     };
-    let shared = Arc::new(Shared {
-        client: client.clone(),
-        metrics: metrics.clone(),
-        health: health.clone(),
-        config,
-        instances: Arc::new(tokio::sync::Semaphore::new(max_instances)),
-    });
-
-    let overrides = args
-        .plugin_limits
-        .iter()
-        .map(|l| {
-            let mut x = limits.clone();
-            x.memory_bytes = l.memory.unwrap_or(x.memory_bytes);
-            x.deadline = l.timeout.unwrap_or(x.deadline);
-            (l.plugin.clone(), x)
-        })
-        .collect();
-    let mut supervisor = Supervisor::new(args.plugins.clone(), engine, limits, shared).with_overrides(overrides);
+    let shared = Arc::new(Shared { client, metrics: metrics.clone(), health: health.clone(), config });
+    let mut supervisor = Supervisor::new(args.plugins.clone(), engine, limits, shared);
     supervisor.initial_scan().await?;
     let (tx, rx) = mpsc::channel(64);
     let sup = tokio::spawn(supervisor.run(rx));
@@ -149,31 +206,17 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
         .with_context(|| format!("cannot watch {}", args.plugins.display()))?;
 
     let mut election = None;
-    if args.leader_elect {
-        let namespace = args
-            .leader_election_namespace
-            .clone()
-            .or_else(|| {
-                std::fs::read_to_string("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
-                    .ok()
-                    .map(|s| s.trim().to_string())
-            })
-            .unwrap_or_else(|| "default".into());
-        let secs = args.leader_lease_duration.as_secs().max(2);
-        let cfg = ElectionConfig {
-            namespace,
-            name: args.leader_election_id.clone(),
-            identity: identity(),
-            duration_secs: secs,
-            grace_secs: (secs / 3).max(1),
-        };
-        tracing::info!(lease = %format!("{}/{}", cfg.namespace, cfg.name), identity = %cfg.identity, "joining leader election");
-        let e = Election::start(client.clone(), &cfg).await.context("cannot start leader election")?;
-        election = Some(e);
-    } else {
-        health.set_role(Role::Leader);
-        metrics.leader.set(1);
-        let _ = tx.send(Command::SetActive(true)).await;
+    match election_cfg {
+        Some(cfg) => {
+            tracing::info!(lease = %format!("{}/{}", cfg.namespace, cfg.name), identity = %cfg.identity,
+                renew_deadline = ?cfg.renew_deadline, "joining leader election");
+            election = Some(Election::start(lease_client, cfg, leadership.clone()));
+        }
+        None => {
+            health.set_role(Role::Leader);
+            metrics.leader.set(1);
+            let _ = tx.send(Command::SetActive(true)).await;
+        }
     }
 
     let mut leading = election.as_ref().map(|e| e.leading.clone());
@@ -206,22 +249,24 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
         }
     }
 
-    tracing::info!("shutting down: finishing in-flight reconciles");
+    // Everything below is bounded: the controllers get the grace, the rest a little more.
+    tracing::info!(grace = ?grace, "shutting down: finishing in-flight reconciles");
     drop(watcher);
     let (done_tx, done_rx) = oneshot::channel();
     let _ = tx.send(Command::Shutdown(done_tx)).await;
-    let _ = done_rx.await;
-    let _ = sup.await;
-    // The election task ends (releasing the Lease) once every receiver is gone: ours too.
+    if tokio::time::timeout(grace + Duration::from_secs(1), done_rx).await.is_err() {
+        tracing::warn!("controllers not stopped within the shutdown grace; exiting anyway");
+        sup.abort();
+    }
     drop(leading);
     if let Some(e) = election {
-        if tokio::time::timeout(std::time::Duration::from_secs(5), e.release()).await.is_err() {
-            tracing::warn!("could not release the leader lease within 5s; the standby takes over when it expires");
+        if tokio::time::timeout(Duration::from_secs(3), e.release()).await.is_err() {
+            tracing::warn!("could not release the leader lease within 3s; the standby takes over when it expires");
         }
     }
     stop_http.cancel();
     for s in servers {
-        let _ = s.await;
+        let _ = tokio::time::timeout(Duration::from_secs(1), s).await;
     }
     tracing::info!("stopped");
     Ok(())

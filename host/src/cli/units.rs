@@ -45,6 +45,12 @@ pub fn plugin_limit(s: &str) -> Result<PluginLimit, String> {
     if l.plugin.is_empty() {
         return Err(format!("missing plugin name in {s:?}"));
     }
+    if !crate::plugin::info::is_dns_label(&l.plugin) {
+        return Err(format!(
+            "{:?} cannot be a plugin name (plugin names are DNS labels: lowercase letters, digits and '-')",
+            l.plugin
+        ));
+    }
     for kv in rest.split(',').map(str::trim).filter(|kv| !kv.is_empty()) {
         match kv.split_once('=') {
             Some(("memory", v)) => l.memory = Some(bytes(v)?),
@@ -82,5 +88,6 @@ mod tests {
         assert_eq!(plugin_limit("x:timeout=5s").map(|l| l.memory), Ok(None));
         assert!(plugin_limit("no-colon").is_err());
         assert!(plugin_limit("x:cpu=2").is_err());
+        assert!(plugin_limit("Guest_Foo:timeout=1s").is_err(), "not a plugin name");
     }
 }

@@ -5,6 +5,7 @@
 //! between reconciles (in-flight ones finish on the old version) and re-queues every primary at
 //! a bounded rate; a swap that changes kinds stops this controller and starts a new one.
 
+mod pacer;
 pub mod queue;
 pub mod reads;
 mod reconcile;
@@ -31,7 +32,8 @@ use tokio_util::task::TaskTracker;
 pub struct ControllerConfig {
     /// Concurrent reconciles per plugin.
     pub workers: usize,
-    /// Every primary is re-queued this often (level-triggered safety net; costs no writes when in sync).
+    /// Every primary is re-queued this often (level-triggered safety net; costs no writes when in
+    /// sync); zero turns the resync off, as in client-go.
     pub resync: Duration,
     /// Re-queue rate (objects/s) after a swap, a resync or a relist, per plugin.
     pub requeue_rate: f64,
@@ -43,6 +45,8 @@ pub struct ControllerConfig {
     pub rate_limit: RateLimit,
     /// Name of this host instance, for events.
     pub instance: Option<String>,
+    /// How long a stopping controller waits for its reconciles before abandoning them.
+    pub shutdown_grace: Duration,
 }
 
 impl Default for ControllerConfig {
@@ -55,6 +59,7 @@ impl Default for ControllerConfig {
             outcome_limits: OutcomeLimits::default(),
             rate_limit: RateLimit::default(),
             instance: None,
+            shutdown_grace: Duration::from_secs(10),
         }
     }
 }
@@ -69,8 +74,6 @@ pub struct Shared {
     pub health: Arc<Health>,
     /// Settings.
     pub config: ControllerConfig,
-    /// Bounds plugin instances alive at once across all plugins (the engine's pool size).
-    pub instances: Arc<Semaphore>,
 }
 
 /// Why a controller could not start.
@@ -103,8 +106,11 @@ pub(crate) struct Inner {
     pub(crate) event_slots: Arc<Semaphore>,
     pub(crate) event_tasks: TaskTracker,
     pub(crate) shared: Arc<Shared>,
+    /// No new reconciles.
     pub(crate) stop: CancellationToken,
-    pacer: std::sync::Mutex<Option<CancellationToken>>,
+    /// Reconciles still running when the grace is over are dropped where they are.
+    abandon: CancellationToken,
+    pacer: pacer::Pacer<ObjectKey>,
     /// What each primary's last reconcile read (reads trigger reconciles).
     pub(crate) reads: std::sync::Mutex<reads::ReadIndex>,
 }
@@ -129,7 +135,8 @@ impl Controller {
             .collect();
         for (gvk, role) in &kinds {
             let resolved = watch::resolve(&shared.client, gvk).await?;
-            let (cache, stream) = KindCache::start(shared.client.clone(), resolved, ns.as_deref());
+            let status_manager = (*role == Role::Primary).then(|| info.field_manager());
+            let (cache, stream) = KindCache::start(shared.client.clone(), resolved, ns.as_deref(), status_manager);
             caches.insert(cache);
             streams.push((*role, gvk.clone(), stream));
         }
@@ -151,7 +158,8 @@ impl Controller {
             queue: Arc::new(Queue::new(shared.config.rate_limit.clone())),
             shared: shared.clone(),
             stop: CancellationToken::new(),
-            pacer: std::sync::Mutex::new(None),
+            abandon: CancellationToken::new(),
+            pacer: pacer::Pacer::new(shared.config.requeue_rate),
             reads: std::sync::Mutex::new(reads::ReadIndex::default()),
         });
         publish_info(&shared, &file, &plugin, false);
@@ -177,6 +185,10 @@ impl Controller {
             let workers = workers.clone();
             tasks.spawn(async move { inner.run(workers).await });
         }
+        {
+            let inner = inner.clone();
+            tasks.spawn(async move { inner.pacer.run(&inner.queue, &inner.stop).await });
+        }
         tracing::info!(plugin = %info.name, version = %info.version, sha256 = %plugin.sha256, file = %file, primary = %info.primary, "controller started");
         Ok(Controller { inner, tasks, workers })
     }
@@ -198,19 +210,29 @@ impl Controller {
         self.inner.requeue_all();
     }
 
-    /// Stops gracefully: no new reconciles; in-flight ones finish; watches end. Deletes nothing.
-    pub async fn stop(self) {
+    /// Stops within `grace`: no new reconciles; in-flight ones get until the grace is over, then
+    /// are abandoned where they are (a plugin call is aborted, a write request dropped: the next
+    /// leader or version reconciles again, level-triggered); watches end. Deletes nothing.
+    pub async fn stop(self, grace: Duration) {
         let plugin = self.inner.plugin.load_full();
+        let until = tokio::time::Instant::now() + grace;
         self.inner.stop.cancel();
         self.inner.queue.shutdown();
         self.workers.close();
-        self.workers.wait().await;
+        if tokio::time::timeout_at(until, self.workers.wait()).await.is_err() {
+            let calls = self.workers.len();
+            tracing::warn!(plugin = %plugin.info.name, file = %self.inner.file, calls, "reconciles still running after the shutdown grace of {grace:?}; abandoned");
+            self.inner.abandon.cancel();
+            self.workers.wait().await;
+        }
         self.tasks.close();
         self.tasks.wait().await;
-        // Pending events are still sent; an unreachable API server does not hold up the stop.
+        // Pending events are still sent within what is left of the grace (and at most
+        // EVENT_FLUSH); an unreachable API server does not hold up the stop.
         self.inner.event_tasks.close();
-        if tokio::time::timeout(EVENT_FLUSH, self.inner.event_tasks.wait()).await.is_err() {
-            tracing::warn!(file = %self.inner.file, "events still pending after {EVENT_FLUSH:?}; dropped");
+        let flush = until.min(tokio::time::Instant::now() + EVENT_FLUSH);
+        if tokio::time::timeout_at(flush, self.inner.event_tasks.wait()).await.is_err() {
+            tracing::warn!(file = %self.inner.file, "events still pending at the end of the grace; dropped");
         }
         remove_info(&self.inner.shared, &self.inner.file, &plugin);
         self.inner.shared.metrics.queue_depth.remove(&Metrics::plugin(&plugin.info.name));
@@ -235,6 +257,7 @@ fn publish_info(shared: &Shared, file: &str, p: &LoadedPlugin, synced: bool) {
             primary: p.info.primary.to_string(),
             synced,
             last_error: None,
+            stopping: false,
         },
     );
 }
@@ -310,6 +333,11 @@ impl Inner {
                     }
                 }
             }
+            // A (re)list of primaries is in the store only now (not at each listed object, when
+            // the store still held the old list): queue every primary from the new store.
+            (Role::Primary, WatchEvent::Relisted { .. }) => {
+                self.primary.store.state().iter().for_each(|o| self.queue.add(ObjectKey::of(o)));
+            }
             // After a relist (e.g. the API server came back), owned objects may have been deleted
             // unseen: reconcile everything (free when in sync).
             (Role::Owned, WatchEvent::Relisted { first: false }) => self.requeue_all(),
@@ -317,24 +345,10 @@ impl Inner {
         }
     }
 
-    /// Re-queues every primary at the configured rate (cancelling a previous pass).
+    /// Re-queues every primary at the configured rate (see [`pacer`]: a new pass never
+    /// restarts an unfinished one from the beginning).
     pub(crate) fn requeue_all(self: &Arc<Self>) {
-        let token = self.stop.child_token();
-        if let Some(prev) = self.pacer.lock().unwrap_or_else(|p| p.into_inner()).replace(token.clone()) {
-            prev.cancel();
-        }
-        let keys: Vec<ObjectKey> = self.primary.store.state().iter().map(|o| ObjectKey::of(o)).collect();
-        let queue = self.queue.clone();
-        let per_tick = (self.shared.config.requeue_rate / 100.0).ceil().max(1.0) as usize;
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(Duration::from_millis(10));
-            for chunk in keys.chunks(per_tick) {
-                tokio::select! {
-                    _ = token.cancelled() => return,
-                    _ = tick.tick() => chunk.iter().for_each(|k| queue.add(k.clone())),
-                }
-            }
-        });
+        self.pacer.push_all(self.primary.store.state().iter().map(|o| ObjectKey::of(o)));
     }
 
     async fn run(self: Arc<Self>, workers: TaskTracker) {
@@ -354,15 +368,17 @@ impl Inner {
             let me = self.clone();
             workers.spawn(async move { me.work().await });
         }
+        // A zero period turns the resync off (tokio's interval would panic on it).
+        let period = self.shared.config.resync;
         let mut resync = tokio::time::interval_at(
-            tokio::time::Instant::now() + self.shared.config.resync,
-            self.shared.config.resync,
+            tokio::time::Instant::now() + period.max(Duration::from_secs(1)),
+            period.max(Duration::from_secs(1)),
         );
         let mut report = tokio::time::interval(Duration::from_secs(1));
         loop {
             tokio::select! {
                 _ = self.stop.cancelled() => return,
-                _ = resync.tick() => self.requeue_all(),
+                _ = resync.tick(), if !period.is_zero() => self.requeue_all(),
                 _ = report.tick() => {
                     let name = self.plugin.load().info.name.clone();
                     self.shared.metrics.queue_depth.get_or_create(&Metrics::plugin(&name)).set(self.queue.len() as i64);
@@ -374,7 +390,11 @@ impl Inner {
 
     async fn work(self: Arc<Self>) {
         while let Some(key) = self.queue.get().await {
-            let next = self.reconcile(&key).await;
+            let next = tokio::select! {
+                next = self.reconcile(&key) => next,
+                // Past the shutdown grace: drop the reconcile where it is.
+                _ = self.abandon.cancelled() => return,
+            };
             match next {
                 reconcile::Next::Done => self.queue.forget(&key),
                 reconcile::Next::After(d) => {

@@ -2,12 +2,12 @@
 //!
 //! - a key is queued at most once (`dirty`), and never handed to two workers at once
 //!   (`processing`): a key added while being processed is re-queued when `done` is called;
-//! - delayed adds keep only the earliest due time per key;
+//! - delayed adds keep only the earliest due time per key, as one entry per key (a key delayed,
+//!   added and delayed again over and over does not pile up entries);
 //! - failures back off per key (5 ms · 2ⁿ, capped at 1000 s) and, together, through a token
 //!   bucket (50/s, burst 300) — the larger delay wins, as in `DefaultControllerRateLimiter`.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::hash::Hash;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -42,8 +42,9 @@ struct State<K> {
     ready: VecDeque<K>,
     dirty: HashSet<K>,
     processing: HashSet<K>,
-    delayed: BinaryHeap<Reverse<(Instant, u64, K)>>,
-    due: HashMap<K, Instant>,
+    /// Delayed keys by due time (and a sequence number, for keys due at the same instant).
+    delayed: BTreeMap<(Instant, u64), K>,
+    due: HashMap<K, (Instant, u64)>,
     failures: HashMap<K, u32>,
     bucket: Bucket,
     seq: u64,
@@ -65,7 +66,7 @@ impl<K: Clone + Eq + Hash + Ord> Queue<K> {
                 ready: VecDeque::new(),
                 dirty: HashSet::new(),
                 processing: HashSet::new(),
-                delayed: BinaryHeap::new(),
+                delayed: BTreeMap::new(),
                 due: HashMap::new(),
                 failures: HashMap::new(),
                 bucket: Bucket { tokens: limit.burst, last: Instant::now() },
@@ -83,11 +84,17 @@ impl<K: Clone + Eq + Hash + Ord> Queue<K> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    fn undelay(s: &mut State<K>, key: &K) {
+        if let Some(at) = s.due.remove(key) {
+            s.delayed.remove(&at);
+        }
+    }
+
     fn add_locked(&self, s: &mut State<K>, key: K) {
         if s.shutdown || !s.dirty.insert(key.clone()) {
             return;
         }
-        s.due.remove(&key);
+        Self::undelay(s, &key);
         if !s.processing.contains(&key) {
             s.ready.push_back(key);
             self.notify.notify_one();
@@ -110,13 +117,14 @@ impl<K: Clone + Eq + Hash + Ord> Queue<K> {
             return;
         }
         let at = Instant::now() + delay;
-        if s.due.get(&key).is_some_and(|&t| t <= at) {
+        if s.due.get(&key).is_some_and(|&(t, _)| t <= at) {
             return;
         }
-        s.due.insert(key.clone(), at);
+        Self::undelay(&mut s, &key);
         s.seq += 1;
         let seq = s.seq;
-        s.delayed.push(Reverse((at, seq, key)));
+        s.due.insert(key.clone(), (at, seq));
+        s.delayed.insert((at, seq), key);
         // A waiting worker may need to wake earlier than it planned.
         self.notify.notify_one();
     }
@@ -155,7 +163,7 @@ impl<K: Clone + Eq + Hash + Ord> Queue<K> {
     pub fn remove(&self, key: &K) {
         let mut s = self.lock();
         s.failures.remove(key);
-        s.due.remove(key);
+        Self::undelay(&mut s, key);
         if s.dirty.remove(key) {
             s.ready.retain(|k| k != key);
         }
@@ -171,18 +179,13 @@ impl<K: Clone + Eq + Hash + Ord> Queue<K> {
                     return None;
                 }
                 let now = Instant::now();
-                while let Some(Reverse((at, _, _))) = s.delayed.peek() {
-                    if *at > now {
+                while let Some(entry) = s.delayed.first_entry() {
+                    if entry.key().0 > now {
                         break;
                     }
-                    let Some(Reverse((at, _, key))) = s.delayed.pop() else {
-                        break;
-                    };
-                    // Stale heap entries (superseded by an earlier due time, or already added).
-                    if s.due.get(&key) == Some(&at) {
-                        s.due.remove(&key);
-                        self.add_locked(&mut s, key);
-                    }
+                    let key = entry.remove();
+                    s.due.remove(&key);
+                    self.add_locked(&mut s, key);
                 }
                 if let Some(key) = s.ready.pop_front() {
                     s.dirty.remove(&key);
@@ -193,7 +196,7 @@ impl<K: Clone + Eq + Hash + Ord> Queue<K> {
                     }
                     return Some(key);
                 }
-                s.delayed.peek().map(|Reverse((at, _, _))| *at)
+                s.delayed.keys().next().map(|(at, _)| *at)
             };
             match next_due {
                 Some(at) => {
@@ -295,6 +298,21 @@ mod tests {
         assert_eq!(d[1], Duration::from_millis(5));
         assert_eq!(d[2], Duration::from_millis(100));
         assert_eq!(d[3], Duration::from_millis(200));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_key_delayed_added_and_delayed_again_keeps_one_entry() {
+        let q = q();
+        for _ in 0..10_000 {
+            q.add_after("a", Duration::from_secs(3600));
+            q.add_after("a", Duration::from_secs(60));
+            q.add("a");
+            assert_eq!(q.get().await, Some("a"));
+            q.done(&"a");
+        }
+        q.add_after("a", Duration::from_secs(3600));
+        let s = q.lock();
+        assert_eq!((s.delayed.len(), s.due.len()), (1, 1), "one entry per key, not one per add_after");
     }
 
     #[tokio::test]

@@ -11,7 +11,7 @@
 //! The same record is what a memoized reconcile needs to know that nothing it depends on changed.
 
 use crate::kinds::Gvk;
-use crate::plugin::{read_namespace, CacheView};
+use crate::plugin::{read_namespace, CacheView, QueryTooLarge};
 use crate::watch::selector::Selector;
 use crate::watch::{Caches, ObjectKey};
 use kube::api::DynamicObject;
@@ -75,7 +75,13 @@ impl CacheView for RecordingCache {
         self.inner.get(kind, ns.as_deref(), name)
     }
 
-    fn query(&self, kind: &Gvk, namespace: Option<&str>, selector: &Selector) -> Vec<String> {
+    fn query(
+        &self,
+        kind: &Gvk,
+        namespace: Option<&str>,
+        selector: &Selector,
+        max_bytes: usize,
+    ) -> Result<Vec<String>, QueryTooLarge> {
         let found = self.inner.query_objects(kind, namespace, selector);
         {
             let mut r = self.reads.lock().unwrap_or_else(|p| p.into_inner());
@@ -84,7 +90,7 @@ impl CacheView for RecordingCache {
                 r.queries.push((kind.clone(), namespace.map(str::to_string), selector.clone(), keys));
             }
         }
-        found.iter().filter_map(|o| serde_json::to_string(&**o).ok()).collect()
+        crate::watch::caches::query_json(kind, &found, max_bytes)
     }
 
     fn namespaced(&self, kind: &Gvk) -> Option<bool> {

@@ -6,7 +6,7 @@ use crate::apply::{Applier, Write};
 use crate::outcome::{
     self, fence::controller_uid, EventSpec, FenceContext, Outcome, RejectReason, Rejection, Severity,
 };
-use crate::plugin::{wit, CacheView, CallError};
+use crate::plugin::{wit, CacheView, CallSpec};
 use crate::report::{REASON_OUTCOME_REJECTED, REASON_PLUGIN_FAILED, REASON_RECONCILE_FAILED, REASON_WRITE_FAILED};
 use crate::telemetry::Metrics;
 use crate::watch::ObjectKey;
@@ -29,7 +29,7 @@ pub(crate) enum Next {
 }
 
 fn to_json(o: &DynamicObject) -> String {
-    serde_json::to_string(o).unwrap_or_default()
+    crate::watch::caches::to_json(o).unwrap_or_default()
 }
 
 fn warning(reason: &str, message: String) -> EventSpec {
@@ -76,24 +76,22 @@ impl Inner {
             .collect();
         let req = wit::Request { primary: to_json(&primary), owned };
 
-        // The call: on a blocking thread (wasm runs to completion or to its deadline), bounded
-        // by the engine-wide instance permits.
+        // The call: admitted against the engine's instance slots and memory budget, run on the
+        // plugin runtime, ended at its deadline (see `plugin::call`).
         let raw = {
-            let Ok(_permit) = self.shared.instances.clone().acquire_owned().await else {
-                return Next::Retry;
+            let spec = CallSpec {
+                object: key.to_string(),
+                uid: uid.clone(),
+                resource_version: primary.metadata.resource_version.clone().unwrap_or_default(),
+                started_at: std::time::SystemTime::now(),
             };
             let view = Arc::new(RecordingCache::new(self.caches.clone(), ns.clone()));
-            let (p, caches, object) = (plugin.clone(), view.clone() as Arc<dyn CacheView>, key.to_string());
             let started = Instant::now();
-            let span = tracing::Span::current();
-            let r = tokio::task::spawn_blocking(move || span.in_scope(|| p.reconcile(&req, object, caches))).await;
+            let r = plugin.call(req, spec, view.clone() as Arc<dyn CacheView>).await;
             m.plugin_call_seconds.get_or_create(&Metrics::plugin(name)).observe(started.elapsed().as_secs_f64());
             // Whatever the call's result, what it read wakes this primary when it changes.
             self.read_index().record(key, view.take());
-            match r {
-                Ok(r) => r,
-                Err(e) => Err(CallError::Trap(format!("host task failed: {e}"))),
-            }
+            r
         };
 
         let raw = match raw {
@@ -285,6 +283,12 @@ impl Inner {
 
     async fn write_failed(&self, primary: &DynamicObject, plugin: &str, what: &str, e: kube::Error) -> Next {
         let m = &self.shared.metrics;
+        if crate::leader::gate::NotLeader::is(&e) {
+            // Leadership is being lost: this controller is about to stop; nothing was sent.
+            tracing::debug!("{what} not sent: {e}");
+            m.result(plugin, "not_leader");
+            return Next::Retry;
+        }
         m.result(plugin, "write_error");
         let (label, message) = match &e {
             kube::Error::Api(s) => {

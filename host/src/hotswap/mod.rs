@@ -7,6 +7,7 @@
 //! triggers a full rescan by content hash, so how a file got replaced does not matter.
 
 pub mod folder;
+mod slot;
 pub mod supervisor;
 
 pub use supervisor::{Command, Supervisor};

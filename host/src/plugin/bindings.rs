@@ -3,6 +3,11 @@
 wasmtime::component::bindgen!({
     path: "../wit",
     world: "reconciler",
+    // Exports are called asynchronously: every call runs on a fiber that yields at epoch ticks
+    // and can be dropped at its deadline (see `plugin::call`).
+    exports: { default: async },
+    // A query over its bound fails the call (the WIT type has no error case to return).
+    imports: { "kwop:reconciler/cache.query": trappable },
 });
 
 /// The generated types, under a short name.

@@ -10,8 +10,16 @@ use std::collections::HashMap;
 pub trait CacheView: Send + Sync {
     /// One object as JSON text.
     fn get(&self, kind: &Gvk, namespace: Option<&str>, name: &str) -> Option<String>;
-    /// Objects of a kind, optionally in one namespace, matching a selector.
-    fn query(&self, kind: &Gvk, namespace: Option<&str>, selector: &Selector) -> Vec<String>;
+    /// Objects of a kind, optionally in one namespace, matching a selector, as at most
+    /// `max_bytes` of JSON in all: past that, an error (serialising stops at the bound, so a
+    /// query over a large cache costs the host no more than the bound).
+    fn query(
+        &self,
+        kind: &Gvk,
+        namespace: Option<&str>,
+        selector: &Selector,
+        max_bytes: usize,
+    ) -> Result<Vec<String>, QueryTooLarge>;
     /// Whether a kind is namespaced, if this view knows the kind.
     fn namespaced(&self, _kind: &Gvk) -> Option<bool> {
         None
@@ -50,12 +58,48 @@ impl CacheView for PrimaryScope {
     fn get(&self, kind: &Gvk, namespace: Option<&str>, name: &str) -> Option<String> {
         self.inner.get(kind, read_namespace(self.inner.namespaced(kind), namespace, self.namespace.as_deref()), name)
     }
-    fn query(&self, kind: &Gvk, namespace: Option<&str>, selector: &Selector) -> Vec<String> {
-        self.inner.query(kind, namespace, selector)
+    fn query(
+        &self,
+        kind: &Gvk,
+        namespace: Option<&str>,
+        selector: &Selector,
+        max_bytes: usize,
+    ) -> Result<Vec<String>, QueryTooLarge> {
+        self.inner.query(kind, namespace, selector, max_bytes)
     }
     fn namespaced(&self, kind: &Gvk) -> Option<bool> {
         self.inner.namespaced(kind)
     }
+}
+
+/// A `cache.query` whose results are over the bound.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+#[error(
+    "cache.query of {kind} matched more than {limit} bytes of JSON; narrow it with a namespace or a label selector"
+)]
+pub struct QueryTooLarge {
+    /// The kind queried.
+    pub kind: String,
+    /// The bound.
+    pub limit: usize,
+}
+
+/// Collects JSON texts until they add up to more than `max_bytes`.
+pub fn bounded<I: Iterator<Item = String>>(
+    kind: &Gvk,
+    items: I,
+    max_bytes: usize,
+) -> Result<Vec<String>, QueryTooLarge> {
+    let mut total = 0usize;
+    let mut out = Vec::new();
+    for s in items {
+        total = total.saturating_add(s.len());
+        if total > max_bytes {
+            return Err(QueryTooLarge { kind: kind.to_string(), limit: max_bytes });
+        }
+        out.push(s);
+    }
+    Ok(out)
 }
 
 /// A cache holding exactly the objects given (for `kwop plugin reconcile`, fixtures and tests).
@@ -98,13 +142,20 @@ impl CacheView for StaticCache {
             .map(Value::to_string)
     }
 
-    fn query(&self, kind: &Gvk, namespace: Option<&str>, selector: &Selector) -> Vec<String> {
+    fn query(
+        &self,
+        kind: &Gvk,
+        namespace: Option<&str>,
+        selector: &Selector,
+        max_bytes: usize,
+    ) -> Result<Vec<String>, QueryTooLarge> {
         let namespace = namespace.filter(|s| !s.is_empty());
-        self.all(kind)
+        let items = self
+            .all(kind)
             .filter(|o| namespace.is_none() || meta(o, "namespace") == namespace)
             .filter(|o| selector.matches_json(o.pointer("/metadata/labels")))
-            .map(Value::to_string)
-            .collect()
+            .map(Value::to_string);
+        bounded(kind, items, max_bytes)
     }
 
     fn namespaced(&self, kind: &Gvk) -> Option<bool> {

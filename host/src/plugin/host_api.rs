@@ -13,6 +13,19 @@ fn gvk(k: &types::Gvk) -> Gvk {
 }
 
 impl HostState {
+    fn charge_read(&mut self, found: Vec<String>) -> wasmtime::Result<Vec<String>> {
+        self.read_budget = self.read_budget.saturating_sub(found.iter().map(String::len).sum());
+        Ok(found)
+    }
+
+    fn over_read(&self, e: crate::plugin::QueryTooLarge) -> wasmtime::Error {
+        if self.read_budget < self.query_bytes {
+            wasmtime::format_err!("{e} (this call has {} bytes of cache reads left)", self.read_budget)
+        } else {
+            wasmtime::format_err!("{e}")
+        }
+    }
+
     fn may_read(&self, kind: &Gvk) -> bool {
         let ok = self.readable.contains(kind);
         if !ok {
@@ -28,22 +41,35 @@ impl cache::Host for HostState {
         if !self.may_read(&kind) {
             return None;
         }
-        self.cache.get(&kind, namespace.as_deref().filter(|n| !n.is_empty()), &name)
+        let found = self.cache.get(&kind, namespace.as_deref().filter(|n| !n.is_empty()), &name);
+        // Single objects are bounded by the API server (1.5 MiB); they count against the call's
+        // read budget, which makes the next query fail once it is spent.
+        self.read_budget = self.read_budget.saturating_sub(found.as_ref().map_or(0, String::len));
+        found
     }
 
-    fn query(&mut self, kind: types::Gvk, namespace: Option<String>, label_selector: Option<String>) -> Vec<String> {
+    fn query(
+        &mut self,
+        kind: types::Gvk,
+        namespace: Option<String>,
+        label_selector: Option<String>,
+    ) -> wasmtime::Result<Vec<String>> {
         let kind = gvk(&kind);
         if !self.may_read(&kind) {
-            return Vec::new();
+            return Ok(Vec::new());
         }
         let selector = match label_selector.as_deref().map(Selector::parse).transpose() {
             Ok(s) => s.unwrap_or_default(),
             Err(e) => {
                 tracing::warn!(plugin = %self.plugin, object = %self.object, "{e}; returning nothing");
-                return Vec::new();
+                return Ok(Vec::new());
             }
         };
-        self.cache.query(&kind, namespace.as_deref().filter(|n| !n.is_empty()), &selector)
+        // Bounded per query and per call (a query loop cannot make the host serialise its cache
+        // again and again): past either bound the call fails with a clear message.
+        let max = self.query_bytes.min(self.read_budget);
+        let found = self.cache.query(&kind, namespace.as_deref().filter(|n| !n.is_empty()), &selector, max);
+        self.charge_read(found.map_err(|e| self.over_read(e))?)
     }
 }
 

@@ -1,15 +1,18 @@
 //! Loading a plugin file: read, hash, compile (or reuse the precompiled cache), link, validate.
 
-use super::engine::{Limits, PluginEngine};
+use super::call;
+use super::engine::PluginEngine;
 use super::info::PluginInfo;
+use super::limits::{LimitSet, Limits};
 use super::sandbox::{self, CallContext, CallError, HostState, RawResult};
+use super::wasi::Determinism;
 use super::wit;
 use crate::kinds::Gvk;
 use sha2::{Digest, Sha256};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::SystemTime;
 use wasmtime::component::{Component, HasSelf, Linker};
 
 /// Why a plugin file was not accepted.
@@ -59,7 +62,7 @@ pub struct LoadedPlugin {
     pub sha256: String,
     /// Where it came from.
     pub source: PathBuf,
-    /// Sandbox limits for its calls.
+    /// Sandbox limits for its calls (its own, by name).
     pub limits: Limits,
     /// Whether compiling was avoided thanks to the precompile cache.
     pub from_cache: bool,
@@ -67,6 +70,14 @@ pub struct LoadedPlugin {
     pre: wit::ReconcilerPre<HostState>,
     readable: Arc<HashSet<Gvk>>,
     name: Arc<str>,
+}
+
+/// A component compiled and linked against the host's world, whose `info()` has not run yet.
+pub struct Compiled {
+    sha256: String,
+    source: PathBuf,
+    from_cache: bool,
+    pre: wit::ReconcilerPre<HostState>,
 }
 
 impl std::fmt::Debug for LoadedPlugin {
@@ -80,89 +91,169 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
+/// What one reconcile call is about besides its request: the object (for logs) and what makes
+/// the call deterministic (see `plugin::wasi`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallSpec {
+    /// `namespace/name` of the primary, for logs.
+    pub object: String,
+    /// The primary's uid (seeds the call's random bytes).
+    pub uid: String,
+    /// The primary's resourceVersion (seeds the call's random bytes).
+    pub resource_version: String,
+    /// The instant the plugin's wall clock shows for the whole call: the reconcile's start.
+    /// [`CallSpec::new`] sets it to now; a replay sets the recorded one.
+    pub started_at: SystemTime,
+}
+
+impl CallSpec {
+    /// A call about `object` (uid and resourceVersion read from the primary JSON), starting now.
+    pub fn new(object: String, primary_json: &str) -> Self {
+        #[derive(serde::Deserialize, Default)]
+        struct Meta {
+            #[serde(default)]
+            uid: String,
+            #[serde(default, rename = "resourceVersion")]
+            resource_version: String,
+        }
+        #[derive(serde::Deserialize, Default)]
+        struct Obj {
+            #[serde(default)]
+            metadata: Meta,
+        }
+        let m = serde_json::from_str::<Obj>(primary_json).unwrap_or_default().metadata;
+        CallSpec { object, uid: m.uid, resource_version: m.resource_version, started_at: SystemTime::now() }
+    }
+}
+
 impl LoadedPlugin {
-    /// Reads and loads a plugin file.
-    pub fn load_file(engine: &Arc<PluginEngine>, path: &Path, limits: Limits) -> Result<Self, LoadError> {
+    /// Reads and loads a plugin file (blocking: compiles, then runs `info()`).
+    pub fn load_file(engine: &Arc<PluginEngine>, path: &Path, limits: impl Into<LimitSet>) -> Result<Self, LoadError> {
         let bytes = std::fs::read(path).map_err(|source| LoadError::Read { path: path.into(), source })?;
         Self::load_bytes(engine, &bytes, path, limits)
     }
 
-    /// Loads a plugin from bytes (`source` is only for messages).
+    /// Loads a plugin from bytes (`source` is only for messages). Blocking; not from a
+    /// plugin-runtime thread or inside an async context.
     pub fn load_bytes(
         engine: &Arc<PluginEngine>,
         bytes: &[u8],
         source: &Path,
-        limits: Limits,
+        limits: impl Into<LimitSet>,
     ) -> Result<Self, LoadError> {
+        let compiled = Self::compile(engine, bytes, source)?;
+        let limits = limits.into();
+        engine.block_on(Self::from_compiled(engine, compiled, &limits))
+    }
+
+    /// Compiles (or reuses the precompiled cache) and links against the host's world. Blocking
+    /// and CPU-bound: call it from a blocking thread.
+    pub fn compile(engine: &Arc<PluginEngine>, bytes: &[u8], source: &Path) -> Result<Compiled, LoadError> {
         let sha256 = sha256_hex(bytes);
-        let started = Instant::now();
         let (component, from_cache) = compile(engine, bytes, &sha256)?;
         let mut linker: Linker<HostState> = Linker::new(&engine.engine);
         // Linking the host's own functions into a fresh linker cannot fail (no duplicate names).
-        wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(|e| LoadError::WrongWorld(format!("{e:#}")))?;
+        super::wasi::add_to_linker(&mut linker).map_err(|e| LoadError::WrongWorld(format!("{e:#}")))?;
         wit::Reconciler::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)
             .map_err(|e| LoadError::WrongWorld(format!("{e:#}")))?;
         let instance_pre = linker.instantiate_pre(&component).map_err(|e| LoadError::WrongWorld(format!("{e:#}")))?;
         let pre = wit::ReconcilerPre::new(instance_pre).map_err(|e| LoadError::WrongWorld(format!("{e:#}")))?;
-
-        let mut plugin = LoadedPlugin {
-            info: PluginInfo {
-                name: String::new(),
-                version: String::new(),
-                primary: Gvk::new("", "", ""),
-                owns: vec![],
-                reads: vec![],
-            },
-            sha256,
-            source: source.to_path_buf(),
-            limits,
-            from_cache,
-            engine: engine.clone(),
-            pre,
-            readable: Arc::new(HashSet::new()),
-            name: Arc::from("(loading)"),
-        };
-        let raw = plugin.call_info()?;
-        plugin.info = PluginInfo::from_wit(raw).map_err(LoadError::InvalidInfo)?;
-        plugin.readable = Arc::new(plugin.info.readable().cloned().collect());
-        plugin.name = Arc::from(plugin.info.name.as_str());
-        tracing::debug!(plugin = %plugin.info.name, sha256 = %plugin.sha256, from_cache, elapsed_ms = started.elapsed().as_millis() as u64, "plugin loaded");
-        Ok(plugin)
+        Ok(Compiled { sha256, source: source.to_path_buf(), from_cache, pre })
     }
 
-    fn call_info(&self) -> Result<wit::PluginInfo, CallError> {
+    /// Runs `info()` under the ceiling of `limits` (the name is not known before), then checks
+    /// what it used against the plugin's own limits: `info()` obeys them as `reconcile` does.
+    pub async fn from_compiled(
+        engine: &Arc<PluginEngine>,
+        compiled: Compiled,
+        limits: &LimitSet,
+    ) -> Result<Self, LoadError> {
+        let Compiled { sha256, source, from_cache, pre } = compiled;
+        let ceiling = limits.ceiling();
         let ctx = CallContext {
-            plugin: Arc::from(self.source.display().to_string()),
+            plugin: Arc::from(source.display().to_string()),
             object: "-".into(),
             cache: Arc::new(super::StaticCache::default()),
             readable: Arc::new(HashSet::new()),
+            determinism: Determinism::new(&sha256, "", "", SystemTime::now()),
         };
-        let deadline = self.limits.info_deadline;
-        let mut store = sandbox::new_store(&self.engine, &self.limits, ctx, deadline);
-        let result = (|| {
-            let instance =
-                self.pre.instantiate(&mut store).map_err(|e| sandbox::classify(&store, e, deadline, true))?;
-            instance.call_info(&mut store).map_err(|e| sandbox::classify(&store, e, deadline, false))
-        })();
-        sandbox::finish(&store, self.limits.log_lines, result)
+        let (pre2, deadline) = (pre.clone(), ceiling.deadline);
+        let (raw, stats) = call::run(engine, &ceiling, ctx, move |mut store| async move {
+            let r = async {
+                let i = pre2
+                    .instantiate_async(&mut store)
+                    .await
+                    .map_err(|e| sandbox::classify(&store, e, deadline, true))?;
+                i.call_info(&mut store).await.map_err(|e| sandbox::classify(&store, e, deadline, false))
+            }
+            .await;
+            (store, r)
+        })
+        .await?;
+        let info = PluginInfo::from_wit(raw).map_err(LoadError::InvalidInfo)?;
+        let own = limits.for_plugin(&info.name).clone();
+        if stats.elapsed > own.deadline {
+            return Err(LoadError::Info(CallError::Deadline(own.deadline)));
+        }
+        if stats.peak_memory > own.memory_bytes {
+            return Err(LoadError::Info(CallError::OutOfMemory { limit: own.memory_bytes, asked: stats.peak_memory }));
+        }
+        engine.admission.check(own.memory_bytes).map_err(|e| LoadError::InvalidInfo(e.to_string()))?;
+        tracing::debug!(plugin = %info.name, %sha256, from_cache, info_ms = stats.elapsed.as_millis() as u64, "plugin loaded");
+        Ok(LoadedPlugin {
+            readable: Arc::new(info.readable().cloned().collect()),
+            name: Arc::from(info.name.as_str()),
+            info,
+            sha256,
+            source,
+            limits: own,
+            from_cache,
+            engine: engine.clone(),
+            pre,
+        })
     }
 
-    /// Runs one reconcile in a fresh instance. Blocking: call it from a blocking thread.
+    /// Runs one reconcile in a fresh instance, under this plugin's limits. The future waits for
+    /// admission first; the call itself runs on the plugin runtime.
+    pub async fn call(
+        &self,
+        req: wit::Request,
+        spec: CallSpec,
+        cache: Arc<dyn crate::plugin::CacheView>,
+    ) -> Result<RawResult, CallError> {
+        let ctx = CallContext {
+            plugin: self.name.clone(),
+            object: spec.object,
+            cache,
+            readable: self.readable.clone(),
+            determinism: Determinism::new(&self.sha256, &spec.uid, &spec.resource_version, spec.started_at),
+        };
+        let (pre, deadline) = (self.pre.clone(), self.limits.deadline);
+        let (r, _) = call::run(&self.engine, &self.limits, ctx, move |mut store| async move {
+            let r = async {
+                let i = pre
+                    .instantiate_async(&mut store)
+                    .await
+                    .map_err(|e| sandbox::classify(&store, e, deadline, true))?;
+                i.call_reconcile(&mut store, &req).await.map_err(|e| sandbox::classify(&store, e, deadline, false))
+            }
+            .await;
+            (store, r)
+        })
+        .await?;
+        Ok(r)
+    }
+
+    /// [`LoadedPlugin::call`], blocking (for the offline tools): starts now, uid and
+    /// resourceVersion from the primary. Not from a plugin-runtime thread or an async context.
     pub fn reconcile(
         &self,
         req: &wit::Request,
         object: String,
         cache: Arc<dyn crate::plugin::CacheView>,
     ) -> Result<RawResult, CallError> {
-        let ctx = CallContext { plugin: self.name.clone(), object, cache, readable: self.readable.clone() };
-        let deadline = self.limits.deadline;
-        let mut store = sandbox::new_store(&self.engine, &self.limits, ctx, deadline);
-        let result = (|| {
-            let instance =
-                self.pre.instantiate(&mut store).map_err(|e| sandbox::classify(&store, e, deadline, true))?;
-            instance.call_reconcile(&mut store, req).map_err(|e| sandbox::classify(&store, e, deadline, false))
-        })();
-        sandbox::finish(&store, self.limits.log_lines, result)
+        let spec = CallSpec::new(object, &req.primary);
+        self.engine.block_on(self.call(req.clone(), spec, cache))
     }
 
     /// An instance kept for several calls (see [`Session`]).
@@ -172,10 +263,14 @@ impl LoadedPlugin {
             object: "-".into(),
             cache: Arc::new(super::StaticCache::default()),
             readable: self.readable.clone(),
+            determinism: Determinism::new(&self.sha256, "", "", SystemTime::now()),
         };
         let deadline = self.limits.deadline;
-        let mut store = sandbox::new_store(&self.engine, &self.limits, ctx, deadline);
-        let instance = self.pre.instantiate(&mut store).map_err(|e| sandbox::classify(&store, e, deadline, true))?;
+        let mut store = sandbox::new_store(&self.engine, &self.limits, ctx);
+        let instance = self
+            .engine
+            .block_on(self.pre.instantiate_async(&mut store))
+            .map_err(|e| sandbox::classify(&store, e, deadline, true))?;
         Ok(Session { plugin: self, store, instance, poisoned: false })
     }
 }
@@ -183,7 +278,8 @@ impl LoadedPlugin {
 /// One instance reused across calls: no instantiation cost, but guest memory (globals, heap)
 /// carries over from call to call. The host does not use it for reconciles — a fresh instance per
 /// reconcile is the isolation guarantee — it exists to measure what reuse would save (see
-/// BENCHMARKS.md). After a trap the instance is poisoned and refuses further calls.
+/// BENCHMARKS.md). It runs on the calling thread, outside the engine's admission. After a trap
+/// the instance is poisoned and refuses further calls.
 pub struct Session<'a> {
     plugin: &'a LoadedPlugin,
     store: wasmtime::Store<HostState>,
@@ -203,10 +299,11 @@ impl Session<'_> {
         }
         let deadline = self.plugin.limits.deadline;
         self.store.data_mut().cache = cache;
-        self.store.set_epoch_deadline(PluginEngine::ticks(deadline));
+        sandbox::restart_deadline(&mut self.store, deadline);
         let r = self
-            .instance
-            .call_reconcile(&mut self.store, req)
+            .plugin
+            .engine
+            .block_on(self.instance.call_reconcile(&mut self.store, req))
             .map_err(|e| sandbox::classify(&self.store, e, deadline, false));
         self.poisoned = r.is_err();
         sandbox::finish(&self.store, self.plugin.limits.log_lines, r)

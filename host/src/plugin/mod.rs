@@ -2,22 +2,29 @@
 //!
 //! Life cycle (as in Spin and Kubewarden's policy-server): one [`PluginEngine`] per process; a
 //! plugin file is compiled once (with an on-disk precompile cache keyed by sha256 and engine),
-//! linked once ([`LoadedPlugin`] holds the pre-instantiated component), and every reconcile gets a
-//! fresh instance in a fresh store with its own deadline and memory limit.
+//! linked once ([`LoadedPlugin`] holds the pre-instantiated component), and every call gets a
+//! fresh instance in a fresh store, admitted against the host's instance slots and memory budget,
+//! under its plugin's deadline and memory limit, with deterministic WASI ([`wasi`]).
 
+pub mod admission;
 mod bindings;
 pub mod cache_view;
+mod call;
 pub mod engine;
 pub mod guest_error;
 mod host_api;
+pub mod inflight;
 pub mod info;
+pub mod limits;
 pub mod loader;
 mod output;
 pub mod sandbox;
+pub mod wasi;
 
 pub use bindings::wit;
-pub use cache_view::{read_namespace, CacheView, PrimaryScope, StaticCache};
-pub use engine::{EngineConfig, Limits, PluginEngine};
+pub use cache_view::{read_namespace, CacheView, PrimaryScope, QueryTooLarge, StaticCache};
+pub use engine::{EngineConfig, PluginEngine};
 pub use info::PluginInfo;
-pub use loader::{LoadError, LoadedPlugin, Session};
+pub use limits::{LimitSet, Limits};
+pub use loader::{CallSpec, Compiled, LoadError, LoadedPlugin, Session};
 pub use sandbox::{CallError, RawResult};

@@ -1,20 +1,23 @@
-//! One call into a plugin: a fresh store and instance, a deadline, a memory limit, captured output.
+//! The per-call store: a fresh instance's host state, its memory limiter, its deadline, its
+//! captured output, and how a failed call is classified.
 //!
 //! A fresh instance per call (not a reused one) so nothing leaks from one reconcile into the next
 //! and a trap cannot leave an instance half-updated; with the pooling allocator and a pre-linked
 //! component this costs microseconds for small guests (see BENCHMARKS.md).
 
 use super::cache_view::CacheView;
-use super::engine::{Limits, PluginEngine};
+use super::engine::{PluginEngine, MAX_CORE_INSTANCES, MAX_MEMORIES, MAX_TABLES, TABLE_ELEMENTS, YIELD_TICKS};
 use super::guest_error::{self, GuestOutput};
+use super::limits::{Limits, TABLE_ELEMENT_BYTES};
 use super::output::Captured;
+use super::wasi::{self, Determinism};
 use super::wit;
 use crate::kinds::Gvk;
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use wasmtime::component::ResourceTable;
-use wasmtime::{ResourceLimiter, Store, Trap};
+use wasmtime::{ResourceLimiter, Store, Trap, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 /// Why a call into a plugin did not return a value.
@@ -23,15 +26,16 @@ pub enum CallError {
     /// The deadline passed (e.g. an infinite loop).
     #[error("plugin exceeded its deadline of {0:?}")]
     Deadline(Duration),
-    /// The plugin tried to grow memory past its limit.
+    /// The plugin tried to grow its memories and tables past its limit.
     #[error("plugin exceeded its memory limit of {limit} bytes (asked for {asked})")]
     OutOfMemory {
         /// The limit.
         limit: usize,
-        /// The size it asked for.
+        /// What its memories and tables would have added up to.
         asked: usize,
     },
-    /// The plugin trapped (panic, abort, unreachable, out-of-bounds access...).
+    /// The plugin trapped (panic, abort, unreachable, out-of-bounds access, a sleep, an
+    /// over-size cache query...).
     #[error("plugin trapped: {0}")]
     Trap(String),
     /// The component could not be instantiated.
@@ -54,26 +58,54 @@ impl CallError {
 /// What `reconcile` returned, still in WIT types (decoded and fenced by `crate::outcome`).
 pub type RawResult = Result<wit::Outcome, wit::Failure>;
 
-/// Memory/table limiter that remembers *why* it refused, so the error says "out of memory"
-/// instead of a generic trap.
+/// Counts every byte of every linear memory and table of the instance against one limit (a
+/// component may have several memories and large tables), and remembers *why* it refused, so
+/// the error says "out of memory" instead of a generic trap.
 pub(crate) struct Limiter {
-    memory: usize,
+    pub(crate) limit: usize,
+    pub(crate) used: usize,
+    pub(crate) peak: usize,
     pub(crate) refused: Option<usize>,
 }
 
-impl ResourceLimiter for Limiter {
-    fn memory_growing(&mut self, _current: usize, desired: usize, _max: Option<usize>) -> wasmtime::Result<bool> {
-        if desired > self.memory {
-            self.refused = Some(desired);
+impl Limiter {
+    fn grow(&mut self, delta: usize) -> wasmtime::Result<bool> {
+        let next = self.used.saturating_add(delta);
+        if next > self.limit {
+            self.refused = Some(next);
             // An error (not `Ok(false)`) traps at once: most guests abort on a failed grow anyway,
             // and a trap carries the reason.
             wasmtime::bail!("memory limit exceeded");
         }
+        self.used = next;
+        self.peak = self.peak.max(next);
         Ok(true)
     }
+}
 
-    fn table_growing(&mut self, _current: usize, desired: usize, _max: Option<usize>) -> wasmtime::Result<bool> {
-        Ok(desired <= 1 << 20)
+impl ResourceLimiter for Limiter {
+    // Called for the initial size of every memory and table at instantiation too.
+    fn memory_growing(&mut self, current: usize, desired: usize, _max: Option<usize>) -> wasmtime::Result<bool> {
+        self.grow(desired.saturating_sub(current))
+    }
+
+    fn table_growing(&mut self, current: usize, desired: usize, _max: Option<usize>) -> wasmtime::Result<bool> {
+        if desired > TABLE_ELEMENTS {
+            // The pool's slots hold this many elements; say so rather than fail in the pool.
+            self.refused = Some(desired.saturating_mul(TABLE_ELEMENT_BYTES));
+            wasmtime::bail!("table of {desired} elements exceeds the host's {TABLE_ELEMENTS}");
+        }
+        self.grow(desired.saturating_sub(current).saturating_mul(TABLE_ELEMENT_BYTES))
+    }
+
+    fn instances(&self) -> usize {
+        MAX_CORE_INSTANCES
+    }
+    fn tables(&self) -> usize {
+        MAX_TABLES
+    }
+    fn memories(&self) -> usize {
+        MAX_MEMORIES
     }
 }
 
@@ -88,8 +120,20 @@ pub struct HostState {
     pub(crate) object: String,
     pub(crate) log_budget: u32,
     pub(crate) logs_dropped: u32,
+    /// Largest result of one `cache.query`.
+    pub(crate) query_bytes: usize,
+    /// Bytes of cache reads left for this call.
+    pub(crate) read_budget: usize,
+    /// When the call must end (checked at every epoch tick).
+    pub(crate) deadline_at: Instant,
     stdout: Captured,
     stderr: Captured,
+}
+
+impl HostState {
+    pub(crate) fn table(&mut self) -> &mut ResourceTable {
+        &mut self.table
+    }
 }
 
 impl WasiView for HostState {
@@ -108,46 +152,48 @@ pub struct CallContext {
     pub cache: Arc<dyn CacheView>,
     /// Kinds the plugin declared (reads of others return nothing).
     pub readable: Arc<HashSet<Gvk>>,
+    /// The call's fixed clock and random seed.
+    pub determinism: Determinism,
 }
 
-pub(crate) fn new_store(
-    engine: &PluginEngine,
-    limits: &Limits,
-    ctx: CallContext,
-    deadline: Duration,
-) -> Store<HostState> {
+pub(crate) fn new_store(engine: &PluginEngine, limits: &Limits, ctx: CallContext) -> Store<HostState> {
     let stdout = Captured::new(limits.output_bytes);
     let stderr = Captured::new(limits.output_bytes);
-    // No preopened directories, environment, arguments or network: only clocks and random,
-    // and the cache and log imports of our own world. argv[0] alone, the same for every plugin:
-    // programs expect a program name (Go's `flag` and `klog`, hence `k8s.io/api`, index
-    // `os.Args[0]` when they start, and panic without one).
-    let wasi = WasiCtx::builder()
-        .arg("kwop-plugin")
-        .stdout(stdout.clone())
-        .stderr(stderr.clone())
-        .allow_tcp(false)
-        .allow_udp(false)
-        .allow_ip_name_lookup(false)
-        .build();
     let state = HostState {
-        wasi,
+        wasi: wasi::ctx(&ctx.determinism, limits, stdout.clone(), stderr.clone()),
         table: ResourceTable::new(),
-        limiter: Limiter { memory: limits.memory_bytes, refused: None },
+        limiter: Limiter { limit: limits.memory_bytes, used: 0, peak: 0, refused: None },
         cache: ctx.cache,
         readable: ctx.readable,
         plugin: ctx.plugin,
         object: ctx.object,
         log_budget: limits.log_lines,
         logs_dropped: 0,
+        query_bytes: limits.query_bytes,
+        read_budget: limits.read_bytes,
+        deadline_at: Instant::now() + limits.deadline,
         stdout,
         stderr,
     };
     let mut store = Store::new(&engine.engine, state);
     store.limiter(|s| &mut s.limiter);
-    store.set_epoch_deadline(PluginEngine::ticks(deadline));
-    store.epoch_deadline_trap();
+    // Every few ticks the guest yields to the executor (so a busy plugin shares its thread) and
+    // the deadline is checked; past it the call traps with `Trap::Interrupt`.
+    store.set_epoch_deadline(YIELD_TICKS);
+    store.epoch_deadline_callback(|ctx| {
+        if Instant::now() >= ctx.data().deadline_at {
+            Ok(UpdateDeadline::Interrupt)
+        } else {
+            Ok(UpdateDeadline::Yield(YIELD_TICKS))
+        }
+    });
     store
+}
+
+/// Restarts the deadline of a kept store (see `Session`).
+pub(crate) fn restart_deadline(store: &mut Store<HostState>, deadline: Duration) {
+    store.data_mut().deadline_at = Instant::now() + deadline;
+    store.set_epoch_deadline(YIELD_TICKS);
 }
 
 /// Maps a wasmtime error from instantiation or a call to a [`CallError`].
@@ -158,13 +204,13 @@ pub(crate) fn classify(
     instantiating: bool,
 ) -> CallError {
     if let Some(asked) = store.data().limiter.refused {
-        return CallError::OutOfMemory { limit: store.data().limiter.memory, asked };
+        return CallError::OutOfMemory { limit: store.data().limiter.limit, asked };
     }
     if err.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
         return CallError::Deadline(deadline);
     }
     let msg = format!("{err:#}");
-    if instantiating && err.downcast_ref::<Trap>().is_none() {
+    if instantiating && err.downcast_ref::<Trap>().is_none() && !msg.contains(wasi::CANNOT_SLEEP) {
         CallError::Instantiate(msg)
     } else {
         CallError::Trap(msg)

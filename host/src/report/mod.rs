@@ -2,7 +2,10 @@
 //!
 //! Policy (so a resync of an in-sync world writes nothing, not even events): a plugin's Normal
 //! events are recorded only when the reconcile wrote something; Warning events are recorded, but
-//! the same (object, reason, message) at most once per [`WARNING_REPEAT`].
+//! the same (object, reason, message) at most once per [`WARNING_REPEAT`]. On top of that, as
+//! client-go's spam filter, each object gets a bucket of [`SPAM_BURST`] events refilled by one
+//! per [`SPAM_REFILL`], so a Warning whose text changes at every retry cannot flood the events
+//! API. Messages are cut to the events API's 1 KiB `note`.
 
 use crate::outcome::{EventSpec, Severity};
 use crate::watch::ObjectKey;
@@ -27,18 +30,46 @@ pub const REASON_WRITE_FAILED: &str = "WriteFailed";
 
 /// How long an identical Warning is not repeated on the same object.
 pub const WARNING_REPEAT: Duration = Duration::from_secs(300);
+/// Events one object may get at once (client-go's `EventSourceObjectSpamFilter`: 25).
+pub const SPAM_BURST: f64 = 25.0;
+/// Then one more per this long (client-go: one per 5 minutes).
+pub const SPAM_REFILL: Duration = Duration::from_secs(300);
+/// The events API refuses a `note` longer than this.
+pub const NOTE_MAX: usize = 1024;
+
+struct Bucket {
+    tokens: f64,
+    at: Instant,
+}
 
 /// Records events for one plugin.
 pub struct EventSink {
     recorder: Recorder,
     recent: Mutex<HashMap<(ObjectKey, String, String), Instant>>,
+    buckets: Mutex<HashMap<ObjectKey, Bucket>>,
+}
+
+/// `text` cut to at most `max` bytes on a character boundary, marked with "…" when cut.
+pub fn truncate(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut end = max.saturating_sub('…'.len_utf8());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
 }
 
 impl EventSink {
     /// A sink reporting as `kwop-<plugin>` from `instance` (pod or host name).
     pub fn new(client: Client, controller: String, instance: Option<String>) -> Self {
         let reporter = Reporter { controller, instance };
-        EventSink { recorder: Recorder::new(client, reporter), recent: Mutex::new(HashMap::new()) }
+        EventSink {
+            recorder: Recorder::new(client, reporter),
+            recent: Mutex::new(HashMap::new()),
+            buckets: Mutex::new(HashMap::new()),
+        }
     }
 
     /// The events of `events` that the policy above lets through, ready to publish.
@@ -50,13 +81,20 @@ impl EventSink {
                 Severity::Normal => wrote,
                 Severity::Warning => self.first_in_window(&key, e),
             })
+            .filter(|e| {
+                let ok = self.take_token(&key);
+                if !ok {
+                    tracing::debug!(object = %key, reason = %e.reason, "event dropped: over the per-object rate");
+                }
+                ok
+            })
             .map(|e| Event {
                 type_: match e.severity {
                     Severity::Normal => EventType::Normal,
                     Severity::Warning => EventType::Warning,
                 },
                 reason: e.reason.clone(),
-                note: Some(e.message.clone()),
+                note: Some(truncate(&e.message, NOTE_MAX)),
                 action: "Reconcile".into(),
                 secondary: None,
             })
@@ -70,6 +108,9 @@ impl EventSink {
         for ev in events {
             match self.recorder.publish(ev, reference).await {
                 Ok(()) => published += 1,
+                Err(err) if crate::leader::gate::NotLeader::is(&err) => {
+                    tracing::debug!(reason = %ev.reason, "event not recorded: {err}")
+                }
                 Err(err) => tracing::warn!(
                     object = %format!("{}/{}", reference.namespace.as_deref().unwrap_or(""), reference.name.as_deref().unwrap_or("")),
                     reason = %ev.reason,
@@ -96,8 +137,43 @@ impl EventSink {
         }
     }
 
+    fn take_token(&self, key: &ObjectKey) -> bool {
+        let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        let refill = |b: &Bucket| {
+            (b.tokens + now.duration_since(b.at).as_secs_f64() / SPAM_REFILL.as_secs_f64()).min(SPAM_BURST)
+        };
+        if buckets.len() > 10_000 {
+            // Full buckets carry no information.
+            buckets.retain(|_, b| refill(b) < SPAM_BURST);
+        }
+        let b = buckets.entry(key.clone()).or_insert(Bucket { tokens: SPAM_BURST, at: now });
+        b.tokens = refill(b);
+        b.at = now;
+        if b.tokens >= 1.0 {
+            b.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+
     /// Forgets dedupe state of a deleted object.
     pub fn forget(&self, key: &ObjectKey) {
         self.recent.lock().unwrap_or_else(|p| p.into_inner()).retain(|(k, _, _), _| k != key);
+        self.buckets.lock().unwrap_or_else(|p| p.into_inner()).remove(key);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn notes_are_cut_on_a_character_boundary_to_the_events_limit() {
+        let long = "é".repeat(1000);
+        let t = truncate(&long, NOTE_MAX);
+        assert!(t.len() <= NOTE_MAX && t.ends_with('…'), "{}", t.len());
+        assert_eq!(truncate("short", NOTE_MAX), "short");
     }
 }

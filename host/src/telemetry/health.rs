@@ -1,8 +1,18 @@
-//! What `/readyz` and `kwop plugin list --url` report.
+//! What `/healthz`, `/readyz` and `/plugins` (`kwop plugin list --url`) report.
+//!
+//! Liveness (`/healthz`) fails when the host cannot recover by itself: a plugin call still
+//! running past its deadline plus the grace (the host abandoned it but something holds a thread),
+//! or a supervisor loop that stopped beating. Readiness is about the cluster: caches synced.
 
+use crate::plugin::inflight::{CallView, Counts};
+use crate::plugin::PluginEngine;
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// The supervisor beats every second; this long without a beat and `/healthz` fails.
+pub const SUPERVISOR_STALL: Duration = Duration::from_secs(15);
 
 /// One plugin as the host runs it.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -22,6 +32,18 @@ pub struct PluginStatus {
     /// Last load error for this file, if a newer version was rejected (the active one keeps running).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
+    /// Its controller is stopping (within the shutdown grace).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub stopping: bool,
+}
+
+/// A plugin's entry in `/plugins`: its status and its calls now.
+#[derive(Debug, Serialize)]
+struct PluginEntry {
+    #[serde(flatten)]
+    status: PluginStatus,
+    calls_in_flight: usize,
+    calls_stuck: usize,
 }
 
 /// Leader election state.
@@ -37,15 +59,26 @@ pub enum Role {
 #[derive(Debug, Serialize)]
 struct Snapshot {
     ready: bool,
+    live: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    not_live_because: Option<String>,
     role: Role,
     plugins_loaded: bool,
-    plugins: Vec<PluginStatus>,
+    plugins: Vec<PluginEntry>,
     rejected_files: BTreeMap<String, String>,
+    /// Every plugin call running now (oldest first).
+    calls: Vec<CallView>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    unmatched_plugin_limits: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    plugin_memory_budget_bytes: Option<usize>,
+    plugin_memory_reserved_bytes: usize,
 }
 
 /// Shared health state.
 pub struct Health {
     inner: Mutex<Inner>,
+    engine: OnceLock<Arc<PluginEngine>>,
 }
 
 struct Inner {
@@ -53,6 +86,8 @@ struct Inner {
     loaded: bool,
     plugins: BTreeMap<String, PluginStatus>,
     rejected: BTreeMap<String, String>,
+    beat: Option<Instant>,
+    unmatched: Vec<String>,
 }
 
 impl Default for Health {
@@ -63,7 +98,10 @@ impl Default for Health {
                 loaded: false,
                 plugins: BTreeMap::new(),
                 rejected: BTreeMap::new(),
+                beat: None,
+                unmatched: Vec::new(),
             }),
+            engine: OnceLock::new(),
         }
     }
 }
@@ -71,6 +109,70 @@ impl Default for Health {
 impl Health {
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Lets probes and `/plugins` see the engine's calls and memory budget.
+    pub fn attach_engine(&self, engine: Arc<PluginEngine>) {
+        let _ = self.engine.set(engine);
+    }
+
+    /// The supervisor's loop is alive.
+    pub fn supervisor_beat(&self) {
+        self.lock().beat = Some(Instant::now());
+    }
+
+    /// A plugin's controller is stopping.
+    pub fn set_stopping(&self, file: &str) {
+        if let Some(p) = self.lock().plugins.get_mut(file) {
+            p.stopping = true;
+            p.synced = false;
+        }
+    }
+
+    /// A plugin's controller stopped (the plugin stays loaded, e.g. on a standby).
+    pub fn set_stopped(&self, file: &str) {
+        if let Some(p) = self.lock().plugins.get_mut(file) {
+            p.stopping = false;
+            p.synced = false;
+        }
+    }
+
+    /// `--plugin-limit` names that match no loaded plugin.
+    pub fn set_unmatched_limits(&self, names: Vec<String>) {
+        self.lock().unmatched = names;
+    }
+
+    /// `Ok` while the host can recover by itself; otherwise why not (see the module docs).
+    pub fn live(&self) -> Result<(), String> {
+        if let Some(e) = self.engine.get() {
+            let stuck = e.calls.stuck();
+            if let Some(c) = stuck.first() {
+                return Err(format!(
+                    "{} plugin call(s) stuck past deadline and grace, e.g. {} on {} for {} ms (deadline {} ms)",
+                    stuck.len(),
+                    c.plugin,
+                    c.object,
+                    c.age_ms,
+                    c.deadline_ms
+                ));
+            }
+        }
+        match self.lock().beat {
+            Some(b) if b.elapsed() > SUPERVISOR_STALL => {
+                Err(format!("the plugin supervisor has made no progress for {} s", b.elapsed().as_secs()))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// In-flight and stuck calls by plugin name.
+    pub fn call_counts(&self) -> BTreeMap<String, Counts> {
+        self.engine.get().map(|e| e.calls.counts()).unwrap_or_default()
+    }
+
+    /// Bytes of the plugin memory budget, and how much of it running calls hold.
+    pub fn memory(&self) -> (Option<usize>, usize) {
+        self.engine.get().map(|e| (e.admission.budget_bytes(), e.admission.reserved_bytes())).unwrap_or((None, 0))
     }
 
     /// The first scan of the plugin folder finished.
@@ -128,14 +230,59 @@ impl Health {
     /// JSON for `/readyz?verbose` and `/plugins`.
     pub fn snapshot_json(&self) -> serde_json::Value {
         let ready = self.ready();
+        let live = self.live();
+        let counts = self.call_counts();
+        let calls = self.engine.get().map(|e| e.calls.calls()).unwrap_or_default();
+        let (budget, reserved) = self.memory();
         let i = self.lock();
+        let plugins = i
+            .plugins
+            .values()
+            .map(|p| {
+                let c = counts.get(&p.name).copied().unwrap_or_default();
+                PluginEntry { status: p.clone(), calls_in_flight: c.in_flight, calls_stuck: c.stuck }
+            })
+            .collect();
         let s = Snapshot {
             ready,
+            live: live.is_ok(),
+            not_live_because: live.err(),
             role: i.role,
             plugins_loaded: i.loaded,
-            plugins: i.plugins.values().cloned().collect(),
+            plugins,
             rejected_files: i.rejected.clone(),
+            calls,
+            unmatched_plugin_limits: i.unmatched.clone(),
+            plugin_memory_budget_bytes: budget,
+            plugin_memory_reserved_bytes: reserved,
         };
         serde_json::to_value(s).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plugin::EngineConfig;
+
+    #[test]
+    fn a_stuck_call_or_a_silent_supervisor_fails_liveness() -> anyhow::Result<()> {
+        let h = Health::default();
+        let engine = PluginEngine::new(EngineConfig { pooling: false, cache_dir: None, ..EngineConfig::default() })?;
+        h.attach_engine(engine.clone());
+        h.supervisor_beat();
+        assert_eq!(h.live(), Ok(()));
+        let call = engine.calls.register("sleeper".into(), "ns/a".into(), Duration::ZERO);
+        assert_eq!(h.live(), Ok(()), "within the grace");
+        std::thread::sleep(crate::plugin::inflight::CALL_GRACE + Duration::from_millis(20));
+        let why = h.live().expect_err("stuck");
+        assert!(why.contains("sleeper on ns/a"), "{why}");
+        assert_eq!(h.snapshot_json()["plugins"], serde_json::json!([]));
+        assert_eq!(h.snapshot_json()["calls"][0]["stuck"], true);
+        drop(call);
+        assert_eq!(h.live(), Ok(()), "healthy again once the call ended");
+        h.lock().beat = Instant::now().checked_sub(SUPERVISOR_STALL + Duration::from_secs(1));
+        assert!(h.live().expect_err("stalled").contains("no progress"));
+        Ok(())
     }
 }

@@ -19,15 +19,24 @@ struct AppState {
 pub fn router(metrics: Arc<Metrics>, health: Arc<Health>) -> Router {
     Router::new()
         .route("/metrics", get(metrics_handler))
-        .route("/healthz", get(|| async { "ok" }))
-        .route("/livez", get(|| async { "ok" }))
+        .route("/healthz", get(livez))
+        .route("/livez", get(livez))
         .route("/readyz", get(readyz))
         .route("/plugins", get(plugins))
         .with_state(AppState { metrics, health })
 }
 
 async fn metrics_handler(State(s): State<AppState>) -> impl IntoResponse {
+    s.metrics.refresh_calls(&s.health);
     ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], s.metrics.encode())
+}
+
+/// `ok`, or 503 with the reason (a call stuck past its deadline and grace, a silent supervisor).
+async fn livez(State(s): State<AppState>) -> impl IntoResponse {
+    match s.health.live() {
+        Ok(()) => (StatusCode::OK, "ok".to_string()),
+        Err(why) => (StatusCode::SERVICE_UNAVAILABLE, why),
+    }
 }
 
 async fn readyz(State(s): State<AppState>) -> impl IntoResponse {

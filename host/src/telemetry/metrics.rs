@@ -101,6 +101,16 @@ pub struct Metrics {
     pub swaps: Family<PluginLabel, Counter>,
     /// 1 while this instance holds the leader lease (or runs without election).
     pub leader: Gauge,
+    /// Plugin calls running now.
+    pub calls_in_flight: Family<PluginLabel, Gauge>,
+    /// Plugin calls running past their deadline plus the grace (see `/healthz`).
+    pub calls_stuck: Family<PluginLabel, Gauge>,
+    /// Bytes of the plugin memory budget held by running calls.
+    pub memory_reserved: Gauge,
+    /// The plugin memory budget in bytes (0: unbounded).
+    pub memory_budget: Gauge,
+    /// Writes refused because this replica is not (or no longer surely) the leader.
+    pub writes_refused_not_leader: Counter,
 }
 
 impl Default for Metrics {
@@ -128,6 +138,11 @@ impl Metrics {
             load_failures: Family::default(),
             swaps: Family::default(),
             leader: Gauge::default(),
+            calls_in_flight: Family::default(),
+            calls_stuck: Family::default(),
+            memory_reserved: Gauge::default(),
+            memory_budget: Gauge::default(),
+            writes_refused_not_leader: Counter::default(),
             registry: Registry::default(),
         };
         registry.register("reconcile", "Reconciles by result", m.reconciles.clone());
@@ -156,7 +171,39 @@ impl Metrics {
         registry.register("plugin_load_failures", "Plugin files rejected at load", m.load_failures.clone());
         registry.register("plugin_swaps", "Plugin versions swapped in", m.swaps.clone());
         registry.register("leader", "1 while this instance is the leader", m.leader.clone());
+        registry.register("plugin_calls_in_flight", "Plugin calls running now", m.calls_in_flight.clone());
+        registry.register(
+            "plugin_calls_stuck",
+            "Plugin calls still running past their deadline plus the grace",
+            m.calls_stuck.clone(),
+        );
+        registry.register(
+            "plugin_memory_reserved_bytes",
+            "Plugin memory budget held by running calls",
+            m.memory_reserved.clone(),
+        );
+        registry.register("plugin_memory_budget_bytes", "Plugin memory budget (0: unbounded)", m.memory_budget.clone());
+        registry.register(
+            "writes_refused_not_leader",
+            "Writes refused because this replica was not surely the leader",
+            m.writes_refused_not_leader.clone(),
+        );
         Metrics { registry, ..m }
+    }
+
+    /// Sets the call and memory gauges from what runs now (at each scrape).
+    pub fn refresh_calls(&self, health: &crate::telemetry::Health) {
+        let counts = health.call_counts();
+        self.calls_in_flight.clear();
+        self.calls_stuck.clear();
+        for (plugin, c) in counts {
+            let l = Self::plugin(&plugin);
+            self.calls_in_flight.get_or_create(&l).set(c.in_flight as i64);
+            self.calls_stuck.get_or_create(&l).set(c.stuck as i64);
+        }
+        let (budget, reserved) = health.memory();
+        self.memory_budget.set(budget.unwrap_or(0) as i64);
+        self.memory_reserved.set(reserved as i64);
     }
 
     /// The text exposition format.

@@ -4,7 +4,8 @@ use super::discovery::Resolved;
 use super::selector::Selector;
 use super::ObjectKey;
 use crate::kinds::Gvk;
-use crate::plugin::CacheView;
+use crate::plugin::cache_view::bounded;
+use crate::plugin::{CacheView, QueryTooLarge};
 use futures::{Stream, StreamExt};
 use kube::api::{Api, DynamicObject, TypeMeta};
 use kube::runtime::reflector::{store::Writer, ObjectRef, Store};
@@ -77,7 +78,8 @@ fn controller_uid(o: &DynamicObject) -> Option<&str> {
 pub enum WatchEvent {
     /// An object was added, changed or deleted (deleted: `true`).
     Changed(Arc<DynamicObject>, bool),
-    /// A full (re)list finished; `first` on the initial one. Objects may have vanished unseen.
+    /// A full (re)list finished and is in the store; `first` on the initial one. Objects may have
+    /// changed or vanished unseen (their own events are not sent during a list).
     Relisted {
         /// Whether this was the first list.
         first: bool,
@@ -89,11 +91,14 @@ const STRIPPED_ANNOTATIONS: &[&str] = &["kubectl.kubernetes.io/last-applied-conf
 
 impl KindCache {
     /// Starts watching a kind (all namespaces, or one). Returns the cache and the event stream
-    /// that drives it: the stream must be polled for the store to fill.
+    /// that drives it: the stream must be polled for the store to fill. `managedFields` are
+    /// dropped, except the status entry of `status_manager` (the plugin's field manager, for its
+    /// primary kind: the applier needs to know which status fields the plugin set).
     pub fn start(
         client: Client,
         resolved: Resolved,
         namespace: Option<&str>,
+        status_manager: Option<String>,
     ) -> (Arc<Self>, impl Stream<Item = WatchEvent> + Send + 'static) {
         let ar = resolved.resource.clone();
         let api: Api<DynamicObject> = match (namespace, resolved.namespaced) {
@@ -115,7 +120,16 @@ impl KindCache {
             .modify(move |o: &mut DynamicObject| {
                 // List items carry no apiVersion/kind; plugins expect both.
                 o.types = Some(types.clone());
-                o.metadata.managed_fields = None;
+                o.metadata.managed_fields = match &status_manager {
+                    None => None,
+                    Some(m) => o.metadata.managed_fields.take().and_then(|all| {
+                        let kept: Vec<_> = all
+                            .into_iter()
+                            .filter(|f| f.manager.as_ref() == Some(m) && f.subresource.as_deref() == Some("status"))
+                            .collect();
+                        (!kept.is_empty()).then_some(kept)
+                    }),
+                };
                 if let Some(a) = o.metadata.annotations.as_mut() {
                     for k in STRIPPED_ANNOTATIONS {
                         a.remove(*k);
@@ -135,9 +149,11 @@ impl KindCache {
                                     me.owners().set(ObjectKey::of(&o), controller_uid(&o));
                                     Some(WatchEvent::Changed(Arc::new(o), false))
                                 }
-                                // A (re)list's objects reach the store only at InitDone, where
-                                // the index is rebuilt from it.
-                                watcher::Event::InitApply(o) => Some(WatchEvent::Changed(Arc::new(o), false)),
+                                // A (re)list's objects reach the store only at InitDone (the
+                                // reflector buffers them), where the index is rebuilt and the
+                                // controller re-queues from the new store: a key queued now
+                                // would be reconciled from the old one.
+                                watcher::Event::InitApply(_) => None,
                                 watcher::Event::Delete(o) => {
                                     me.owners().remove(&ObjectKey::of(&o));
                                     Some(WatchEvent::Changed(Arc::new(o), true))
@@ -234,7 +250,14 @@ impl ObjectKey {
     }
 }
 
-fn to_json(o: &DynamicObject) -> Option<String> {
+/// An object as plugins see it: without `managedFields` (kept in the primary's cache only for
+/// the applier).
+pub(crate) fn to_json(o: &DynamicObject) -> Option<String> {
+    if o.metadata.managed_fields.is_some() {
+        let mut o = o.clone();
+        o.metadata.managed_fields = None;
+        return serde_json::to_string(&o).ok();
+    }
     serde_json::to_string(o).ok()
 }
 
@@ -244,13 +267,28 @@ impl CacheView for Caches {
         to_json(&o)
     }
 
-    fn query(&self, kind: &Gvk, namespace: Option<&str>, selector: &Selector) -> Vec<String> {
-        self.query_objects(kind, namespace, selector).iter().filter_map(|o| to_json(o)).collect()
+    fn query(
+        &self,
+        kind: &Gvk,
+        namespace: Option<&str>,
+        selector: &Selector,
+        max_bytes: usize,
+    ) -> Result<Vec<String>, QueryTooLarge> {
+        query_json(kind, &self.query_objects(kind, namespace, selector), max_bytes)
     }
 
     fn namespaced(&self, kind: &Gvk) -> Option<bool> {
         self.kinds.get(kind).map(|k| k.resolved.namespaced)
     }
+}
+
+/// Query results as the JSON a plugin gets, at most `max_bytes` in all (serialising stops there).
+pub(crate) fn query_json(
+    kind: &Gvk,
+    found: &[Arc<DynamicObject>],
+    max_bytes: usize,
+) -> Result<Vec<String>, QueryTooLarge> {
+    bounded(kind, found.iter().filter_map(|o| to_json(o)), max_bytes)
 }
 
 impl Caches {

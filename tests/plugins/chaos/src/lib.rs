@@ -1,5 +1,6 @@
 //! A deliberately bad plugin for the sandbox and write-fence tests. `spec.mode` picks the
-//! misbehaviour; `ok` behaves (applies one ConfigMap named after the object).
+//! misbehaviour; `ok` behaves (applies one ConfigMap named after the object). Cargo features
+//! build variants whose `info()` misbehaves (see Cargo.toml).
 
 #![allow(unsafe_code)]
 
@@ -34,10 +35,44 @@ fn ok(apply: Vec<String>, status: Value) -> Result<Outcome, Failure> {
     })
 }
 
+fn name() -> &'static str {
+    if cfg!(feature = "info-sleeps") {
+        "chaos-info-sleeps"
+    } else if cfg!(feature = "slow-info") {
+        "chaos-slow-info"
+    } else {
+        "chaos"
+    }
+}
+
+/// Deterministic busy work (the clock stands still inside a call, so it cannot be timed).
+fn work(rounds: u64) -> u64 {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    for i in 0..rounds {
+        x = std::hint::black_box(x.rotate_left(5) ^ i).wrapping_mul(0x2545_f491_4f6c_dd1d);
+    }
+    x
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn nanos(t: std::time::SystemTime) -> u128 {
+    t.duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0)
+}
+
 impl Guest for Chaos {
     fn info() -> PluginInfo {
+        if cfg!(feature = "info-sleeps") {
+            std::thread::sleep(std::time::Duration::from_secs(30));
+        }
+        if cfg!(feature = "slow-info") {
+            // A few seconds of work: long enough to remove the file while it loads.
+            std::hint::black_box(work(3_000_000_000));
+        }
         PluginInfo {
-            name: "chaos".into(),
+            name: name().into(),
             version: "1".into(),
             primary: Gvk { group: "test.kwop.dev".into(), version: "v1".into(), kind: "Chaos".into() },
             owns: vec![Gvk { group: "".into(), version: "v1".into(), kind: "ConfigMap".into() }],
@@ -126,6 +161,75 @@ impl Guest for Chaos {
                 });
                 ok(vec![cm(&target, None, data)], status)
             }
+            // Waiting: Rust's sleep (wasi:clocks subscription + block), or a poll on a timer as
+            // Python's time.sleep and Go's timers do.
+            "sleep" => {
+                let secs = primary.pointer("/spec/seconds").and_then(Value::as_u64).unwrap_or(10);
+                std::thread::sleep(std::time::Duration::from_secs(secs));
+                ok(vec![cm(&target, None, data)], json!({ "phase": "slept" }))
+            }
+            "poll-sleep" => {
+                let timer = wasip2::clocks::monotonic_clock::subscribe_duration(1_000_000_000);
+                let ready = wasip2::io::poll::poll(&[&timer]);
+                ok(vec![cm(&target, None, data)], json!({ "phase": "polled", "ready": ready }))
+            }
+            // A zero-length wait is a yield: ready at once.
+            "yield" => {
+                let timer = wasip2::clocks::monotonic_clock::subscribe_duration(0);
+                timer.block();
+                let later = wasip2::clocks::monotonic_clock::subscribe_duration(5_000_000_000);
+                ok(vec![cm(&target, None, data)], json!({ "phase": "yielded", "laterReady": later.ready() }))
+            }
+            "clock" => {
+                let (wall, mono) = (std::time::SystemTime::now(), std::time::Instant::now());
+                std::hint::black_box(work(20_000_000));
+                let status = json!({
+                    "phase": "clock",
+                    "wall": nanos(wall).to_string(),
+                    "wallAfterWork": nanos(std::time::SystemTime::now()).to_string(),
+                    "monotonicElapsedNs": mono.elapsed().as_nanos().to_string(),
+                });
+                ok(vec![cm(&target, None, data)], status)
+            }
+            "random" => {
+                let status = json!({
+                    "phase": "random",
+                    "bytes": hex(&wasip2::random::random::get_random_bytes(16)),
+                    "insecure": hex(&wasip2::random::insecure::get_insecure_random_bytes(16)),
+                    "u64": wasip2::random::random::get_random_u64().to_string(),
+                    "hashSeeded": format!("{:?}", std::collections::HashSet::<u8>::from_iter(0..8u8).into_iter().collect::<Vec<_>>()),
+                });
+                ok(vec![cm(&target, None, data)], status)
+            }
+            "random-huge" => {
+                let len = primary.pointer("/spec/len").and_then(Value::as_u64).unwrap_or(1 << 30);
+                let got = wasip2::random::random::get_random_bytes(len);
+                ok(vec![cm(&target, None, data)], json!({ "phase": "random", "got": got.len() }))
+            }
+            "query-loop" => {
+                let times = primary.pointer("/spec/times").and_then(Value::as_u64).unwrap_or(u64::MAX);
+                let kind = Gvk { group: "".into(), version: "v1".into(), kind: "ConfigMap".into() };
+                let mut seen = 0usize;
+                for _ in 0..times {
+                    seen += cache::query(&kind, None, None).len();
+                }
+                ok(vec![cm(&target, None, data)], json!({ "phase": "queried", "seen": seen }))
+            }
+            // The status is whatever spec.status says (to drop a field between two versions).
+            "status" => ok(vec![], primary.pointer("/spec/status").cloned().unwrap_or(json!({}))),
+            // A Warning whose text changes at every reconcile (it carries the reconcile's start).
+            "warn-changing" => Ok(Outcome {
+                apply: vec![],
+                delete: vec![],
+                status: None,
+                events: vec![Event {
+                    severity: EventType::Warning,
+                    reason: "Changing".into(),
+                    message: format!("reconcile started at {}", nanos(std::time::SystemTime::now())),
+                }],
+                requeue_after_ms: Some(20),
+            }),
+            "panic-long" => panic!("chaos plugin panics with a long message: {}", "x".repeat(3000)),
             "fail" => Err(Failure {
                 message: "chaos plugin reports failure".into(),
                 events: vec![Event {
