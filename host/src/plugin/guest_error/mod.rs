@@ -151,15 +151,29 @@ fn python_hint(err: &str) -> &'static str {
     }
 }
 
-/// The first line of a wasmtime trap message, without the wasm backtrace (logged at debug).
+/// A wasmtime trap message without its wasm backtrace (logged at debug): the cause, e.g. `wasm
+/// trap: wasm \`unreachable\` instruction executed`, or the host's own reason (`plugins cannot
+/// sleep ...`).
 fn trap_summary(trap: &str) -> String {
-    let kind =
-        trap.lines().rev().find_map(|l| l.split_once("wasm trap: ").map(|(_, k)| k.trim().to_string())).or_else(|| {
-            trap.lines().find(|l| !l.trim().is_empty() && !l.contains("wasm backtrace")).map(|l| l.trim().to_string())
-        });
-    match kind {
-        Some(k) => format!("wasm trap: {k}"),
-        None => trap.lines().next().unwrap_or("wasm trap").to_string(),
+    let frame = |l: &str| {
+        let t = l.trim_start();
+        l.starts_with([' ', '\t'])
+            && (t.split_once(':').is_some_and(|(n, _)| n.chars().all(|c| c.is_ascii_digit())) || t.starts_with("at "))
+    };
+    let kept: Vec<&str> = trap
+        .lines()
+        .filter(|l| !l.contains("wasm backtrace") && !frame(l) && !l.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    let cause = match kept.iter().position(|l| *l == "Caused by:") {
+        Some(at) => &kept[at + 1..],
+        None => &kept[..],
+    };
+    let text = cause.iter().filter(|l| **l != "Caused by:").copied().collect::<Vec<_>>().join("; ");
+    if text.is_empty() {
+        "wasm trap".to_string()
+    } else {
+        text
     }
 }
 

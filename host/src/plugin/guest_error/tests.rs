@@ -64,6 +64,13 @@ fn the_wasm_backtrace_stays_out_of_the_message() {
 }
 
 #[test]
+fn the_hosts_own_reason_for_a_trap_is_kept() {
+    let trap = "error while executing at wasm backtrace:\n    0:  0x20d2b - <unknown>!<wasm function 443>\n\nCaused by:\n    plugins cannot sleep (poll on a clock)";
+    let e = explain(CallError::Trap(trap.into()), &GuestOutput::default(), "p", "o");
+    assert_eq!(e, CallError::Trap("plugins cannot sleep (poll on a clock)".into()));
+}
+
+#[test]
 fn a_long_error_is_capped_for_the_event() {
     let out = GuestOutput { stderr: format!("Error: {}", "x".repeat(5000)), ..Default::default() };
     let CallError::Trap(m) = explain(CallError::Trap("wasm trap: unreachable".into()), &out, "p", "o") else {
