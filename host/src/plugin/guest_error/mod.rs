@@ -160,10 +160,14 @@ fn trap_summary(trap: &str) -> String {
         l.starts_with([' ', '\t'])
             && (t.split_once(':').is_some_and(|(n, _)| n.chars().all(|c| c.is_ascii_digit())) || t.starts_with("at "))
     };
+    // `{:#}` puts the cause after the last frame, on its line: `    1: 0x99 - f!g: the cause`.
     let kept: Vec<&str> = trap
         .lines()
-        .filter(|l| !l.contains("wasm backtrace") && !frame(l) && !l.trim().is_empty())
-        .map(str::trim)
+        .filter(|l| !l.contains("wasm backtrace") && !l.trim().is_empty())
+        .filter_map(|l| match frame(l) {
+            true => l.trim_start().split_once(':').and_then(|(_, rest)| rest.split_once(": ")).map(|(_, c)| c.trim()),
+            false => Some(l.trim()),
+        })
         .collect();
     let cause = match kept.iter().position(|l| *l == "Caused by:") {
         Some(at) => &kept[at + 1..],

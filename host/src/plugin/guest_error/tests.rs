@@ -68,6 +68,10 @@ fn the_hosts_own_reason_for_a_trap_is_kept() {
     let trap = "error while executing at wasm backtrace:\n    0:  0x20d2b - <unknown>!<wasm function 443>\n\nCaused by:\n    plugins cannot sleep (poll on a clock)";
     let e = explain(CallError::Trap(trap.into()), &GuestOutput::default(), "p", "o");
     assert_eq!(e, CallError::Trap("plugins cannot sleep (poll on a clock)".into()));
+    // As `{:#}` prints it: the cause after the last frame.
+    let trap = "error while executing at wasm backtrace:\n    0: 0x1 - a!b\n    1:  0x20d2b - <unknown>!<wasm function 443>: plugins cannot sleep: return requeueAfterMs";
+    let e = explain(CallError::Trap(trap.into()), &GuestOutput::default(), "p", "o");
+    assert_eq!(e, CallError::Trap("plugins cannot sleep: return requeueAfterMs".into()));
 }
 
 #[test]
