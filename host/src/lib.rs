@@ -22,5 +22,7 @@ pub mod leader;
 pub mod outcome;
 pub mod plugin;
 pub mod report;
+pub mod scaffold;
+pub mod schema;
 pub mod telemetry;
 pub mod watch;

@@ -19,6 +19,7 @@ pub mod plane;
 pub mod plugins;
 pub mod procs;
 pub mod registry;
+pub mod scaffolds;
 pub mod wait;
 
 pub use host::Host;

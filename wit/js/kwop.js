@@ -128,7 +128,7 @@ export function plugin(def, { cache, log, json = JSON }) {
       try {
         out = def.reconcile(primary, ctx) ?? new Outcome();
       } catch (e) {
-        throw witFailure(e instanceof Failure ? e : retryable(e?.stack || String(e)), recorded);
+        throw witFailure(e instanceof Failure ? e : retryable(errorText(e)), recorded);
       }
       if (!(out instanceof Outcome)) throw witFailure(permanent('reconcile must return an Outcome'), recorded);
       return {
@@ -140,6 +140,15 @@ export function plugin(def, { cache, log, json = JSON }) {
       };
     },
   };
+}
+
+// "Name: message" and the stack of a thrown error. V8 (Node) starts `stack` with that line,
+// SpiderMonkey (StarlingMonkey, in the component) gives only the frames: never lose the message.
+function errorText(e) {
+  if (!(e instanceof Error)) return String(e);
+  const head = `${e.name}: ${e.message}`;
+  const stack = typeof e.stack === 'string' ? e.stack.trim() : '';
+  return stack.startsWith(head) ? stack : `${head}\n${stack}`.trim();
 }
 
 // A thrown record is the `err` of the WIT result.

@@ -1,5 +1,7 @@
 //! The command line: `kwop run` and the offline `kwop plugin ...` tools.
 
+mod fixtures;
+mod new;
 mod offline;
 mod run;
 pub mod units;
@@ -12,7 +14,7 @@ use std::time::Duration;
 
 /// kwop — a Kubernetes operator host whose reconcile logic runs as WebAssembly components.
 #[derive(Debug, Parser)]
-#[command(name = "kwop", version, about, long_about = None, propagate_version = true)]
+#[command(name = "kwop", version, about, long_about = None, propagate_version = true, after_help = LOG_HELP)]
 pub struct Cli {
     /// Log format.
     #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text, env = "KWOP_LOG_FORMAT")]
@@ -21,6 +23,16 @@ pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
 }
+
+/// How to choose what is logged, shown under `--help`.
+const LOG_HELP: &str = "\
+Logs go to stderr. KWOP_LOG sets the level, as a tracing filter (RUST_LOG is not read):
+  KWOP_LOG=debug kwop ...                        everything at debug and above
+  KWOP_LOG=info,kwop::plugin=debug kwop ...      plugin output and log calls at debug
+  KWOP_LOG=info,kwop::plugin=off kwop ...        no plugin output
+Plugin stdout/stderr and log calls use the target kwop::plugin (stdout at info, stderr at warn;
+a traceback stays one record). The wasm backtrace of a trap is logged at debug.
+Colours only when stderr is a terminal (NO_COLOR=1 turns them off).";
 
 /// Log output format.
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -81,10 +93,10 @@ pub struct RunArgs {
     pub namespace: Option<String>,
     /// Address of /metrics (also serves the probes unless --health-probe-bind-address differs);
     /// "0" disables.
-    #[arg(long, alias = "metrics-addr", default_value = "127.0.0.1:8080")]
+    #[arg(long, alias = "metrics-addr", default_value = "127.0.0.1:8080", env = "KWOP_METRICS_BIND_ADDRESS")]
     pub metrics_bind_address: String,
     /// Address of /healthz, /readyz and /plugins.
-    #[arg(long, default_value = "127.0.0.1:8081")]
+    #[arg(long, default_value = "127.0.0.1:8081", env = "KWOP_HEALTH_PROBE_BIND_ADDRESS")]
     pub health_probe_bind_address: String,
     /// Elect a leader through a Lease; only the leader reconciles.
     #[arg(long)]
@@ -165,6 +177,11 @@ pub enum PluginCommand {
         /// Print the outcome even if the write fence would reject it.
         #[arg(long)]
         no_fence: bool,
+        /// CustomResourceDefinition files (YAML/JSON, several documents allowed): applied objects
+        /// and the status are checked against their openAPIV3Schema, as the API server would.
+        /// Built-in kinds (ConfigMap, Deployment...) are always checked against their types.
+        #[arg(long = "crd", value_name = "FILE")]
+        crds: Vec<PathBuf>,
         /// Sandbox limits.
         #[command(flatten)]
         sandbox: SandboxArgs,
@@ -177,9 +194,28 @@ pub enum PluginCommand {
         /// Fixture folders, or folders of fixture folders.
         #[arg(required = true)]
         fixtures: Vec<PathBuf>,
+        /// CustomResourceDefinition files to check outcomes against (see `reconcile --crd`).
+        #[arg(long = "crd", value_name = "FILE")]
+        crds: Vec<PathBuf>,
+        /// Write what the plugin returns as each fixture's expected.json (creating missing ones)
+        /// instead of comparing. Review the diff before committing it.
+        #[arg(long)]
+        update: bool,
         /// Sandbox limits.
         #[command(flatten)]
         sandbox: SandboxArgs,
+    },
+    /// Write a new plugin folder from a template: reconcile logic (Foo -> ConfigMap), the WIT,
+    /// a build script, a native unit test with a fake cache and log, fixtures and a README.
+    New {
+        /// Plugin name (a DNS label, e.g. my-plugin); also the folder's name unless --dir.
+        name: String,
+        /// Language: rust, js, python or c (one template per folder of host/templates).
+        #[arg(long, short = 'l')]
+        lang: String,
+        /// Folder to create [default: ./NAME]; must not exist or be empty.
+        #[arg(long)]
+        dir: Option<PathBuf>,
     },
     /// List the plugins in a folder (offline) or of a running host (--url http://HOST:PORT).
     List {
@@ -196,9 +232,12 @@ pub enum PluginCommand {
 }
 
 fn init_tracing(format: LogFormat) {
+    use std::io::IsTerminal;
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_env("KWOP_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
-    let b = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    // Colour codes only for a person at a terminal, never in a file or a pipe.
+    let ansi = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let b = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
     match format {
         LogFormat::Text => b.init(),
         LogFormat::Json => b.json().init(),

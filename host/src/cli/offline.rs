@@ -3,7 +3,8 @@
 use super::{PluginCommand, SandboxArgs};
 use crate::kinds::Gvk;
 use crate::outcome::{self, fence::controller_uid, FenceContext, OutcomeLimits};
-use crate::plugin::{wit, CallError, EngineConfig, Limits, LoadedPlugin, PluginEngine, StaticCache};
+use crate::plugin::{wit, EngineConfig, Limits, LoadedPlugin, PluginEngine, PrimaryScope, StaticCache};
+use crate::schema::Schemas;
 use anyhow::{anyhow, bail, Context};
 use serde_json::{json, Value};
 use std::io::{Read, Write as _};
@@ -26,7 +27,9 @@ pub(super) fn plugin(cmd: PluginCommand) -> anyhow::Result<ExitCode> {
                 }
             }
         }
-        PluginCommand::Reconcile { file, primary, observed, no_fence, sandbox } => {
+        PluginCommand::New { name, lang, dir } => super::new::new(&name, &lang, dir),
+        PluginCommand::Reconcile { file, primary, observed, no_fence, crds, sandbox } => {
+            let schemas = load_crds(&crds)?;
             let engine = engine(&sandbox)?;
             let p = LoadedPlugin::load_file(&engine, &file, limits(&sandbox))
                 .map_err(|e| anyhow!("{}: {e}", file.display()))?;
@@ -38,15 +41,16 @@ pub(super) fn plugin(cmd: PluginCommand) -> anyhow::Result<ExitCode> {
             for f in &observed {
                 objects.extend(read_objects(f)?);
             }
-            let (out, ok) = reconcile_offline(&p, primary, objects, !no_fence);
+            let (out, ok) = reconcile_offline(&p, primary, objects, &Checks { fence: !no_fence, schemas: &schemas });
             print_json(&out)?;
             Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
         }
-        PluginCommand::Test { file, fixtures, sandbox } => {
+        PluginCommand::Test { file, fixtures, crds, update, sandbox } => {
+            let schemas = load_crds(&crds)?;
             let engine = engine(&sandbox)?;
             let p = LoadedPlugin::load_file(&engine, &file, limits(&sandbox))
                 .map_err(|e| anyhow!("{}: {e}", file.display()))?;
-            run_fixtures(&p, &fixtures)
+            super::fixtures::run(&p, &fixtures, &schemas, update)
         }
         PluginCommand::List { plugins, url, sandbox } => match (plugins, url) {
             (_, Some(url)) => {
@@ -156,13 +160,77 @@ fn meta_str<'a>(v: &'a Value, f: &str) -> Option<&'a str> {
     v.get("metadata")?.get(f)?.as_str().filter(|s| !s.is_empty())
 }
 
+/// Loads CRD files for `--crd`.
+pub(super) fn load_crds(files: &[PathBuf]) -> anyhow::Result<Schemas> {
+    let mut schemas = Schemas::default();
+    for f in files {
+        schemas.add_crds(&f.display().to_string(), &read_objects(f)?)?;
+    }
+    Ok(schemas)
+}
+
+/// What an offline reconcile checks besides running the plugin.
+pub struct Checks<'a> {
+    /// Apply the host's write fence.
+    pub fence: bool,
+    /// Check objects and status against these schemas (and built-in kinds' types).
+    pub schemas: &'a Schemas,
+}
+
+/// Whether a kind is namespaced, offline: a CRD says, else the well-known cluster-scoped kinds
+/// are not and everything else is.
+fn namespaced(schemas: &Schemas, g: &Gvk) -> bool {
+    schemas.namespaced(g).unwrap_or_else(|| !outcome::fence::well_known_cluster_scoped(g))
+}
+
+fn kind_of(o: &Value) -> Gvk {
+    Gvk::from_api_version(
+        o.get("apiVersion").and_then(Value::as_str).unwrap_or_default(),
+        o.get("kind").and_then(Value::as_str).unwrap_or_default(),
+    )
+}
+
+/// Fills in namespaces as they would be on a cluster: a namespaced primary without one is in
+/// `default` (as kubectl does), and observed objects without one are in the primary's.
+fn place_in_namespaces(primary: &mut Value, observed: &mut [Value], schemas: &Schemas) -> Option<String> {
+    let set_ns = |o: &mut Value, ns: &str| {
+        if let Some(m) = o.get_mut("metadata").and_then(Value::as_object_mut) {
+            m.insert("namespace".into(), ns.into());
+        }
+    };
+    let ns = match meta_str(primary, "namespace") {
+        Some(ns) => Some(ns.to_string()),
+        None if namespaced(schemas, &kind_of(primary)) => {
+            set_ns(primary, "default");
+            Some("default".to_string())
+        }
+        None => None,
+    };
+    if let Some(ns) = &ns {
+        for o in observed.iter_mut() {
+            if meta_str(o, "namespace").is_none() && namespaced(schemas, &kind_of(o)) {
+                set_ns(o, ns);
+            }
+        }
+    }
+    ns
+}
+
 /// One reconcile with a static cache; returns the JSON to print and whether it succeeded.
-pub fn reconcile_offline(p: &LoadedPlugin, primary: Value, observed: Vec<Value>, fence: bool) -> (Value, bool) {
+pub fn reconcile_offline(
+    p: &LoadedPlugin,
+    mut primary: Value,
+    mut observed: Vec<Value>,
+    checks: &Checks<'_>,
+) -> (Value, bool) {
+    let ns = place_in_namespaces(&mut primary, &mut observed, checks.schemas);
     let mut cache = StaticCache::default();
+    for g in p.info.readable() {
+        cache.set_namespaced(g.clone(), namespaced(checks.schemas, g));
+    }
     for o in observed {
         cache.insert(o);
     }
-    let ns = meta_str(&primary, "namespace").map(str::to_string);
     let uid = meta_str(&primary, "uid").unwrap_or_default().to_string();
     let owned = p
         .info
@@ -177,21 +245,19 @@ pub fn reconcile_offline(p: &LoadedPlugin, primary: Value, observed: Vec<Value>,
     let object = format!("{}/{}", ns.as_deref().unwrap_or(""), meta_str(&primary, "name").unwrap_or(""));
     let req = wit::Request { primary: primary.to_string(), owned };
     let cache = Arc::new(cache);
+    let view = PrimaryScope::new(cache.clone(), ns.clone());
     let limits = OutcomeLimits::default();
     let error = |message: String, retry: bool| {
         (json!({ "error": { "message": message, "retry": retry, "events": [] } }), false)
     };
-    match p.reconcile(&req, object, cache.clone()) {
-        Err(e @ CallError::Deadline(_))
-        | Err(e @ CallError::OutOfMemory { .. })
-        | Err(e @ CallError::Trap(_))
-        | Err(e @ CallError::Instantiate(_)) => error(e.to_string(), true),
+    match p.reconcile(&req, object, Arc::new(view)) {
+        Err(e) => error(e.to_string(), true),
         Ok(Err(f)) => (outcome::decode_failure(f, &limits).to_json(), false),
         Ok(Ok(raw)) => match outcome::decode(raw, &limits) {
             Err(r) => error(format!("outcome rejected by the host: {r}"), false),
             Ok(o) => {
-                if fence {
-                    let namespaced = |g: &Gvk| !outcome::fence::well_known_cluster_scoped(g);
+                if checks.fence {
+                    let is_namespaced = |g: &Gvk| namespaced(checks.schemas, g);
                     let observed = |g: &Gvk, ns: Option<&str>, n: &str| {
                         cache.all(g).find(|o| meta_str(o, "name") == Some(n) && meta_str(o, "namespace") == ns).cloned()
                     };
@@ -199,12 +265,16 @@ pub fn reconcile_offline(p: &LoadedPlugin, primary: Value, observed: Vec<Value>,
                         info: &p.info,
                         primary_namespace: ns.as_deref(),
                         primary_uid: &uid,
-                        namespaced: &namespaced,
+                        namespaced: &is_namespaced,
                         observed: &observed,
                     };
                     if let Err(r) = outcome::fence(&o, &ctx) {
                         return error(format!("outcome rejected by the host: {r}"), false);
                     }
+                }
+                let refused = schema_violations(&o, &p.info.primary, checks.schemas);
+                if !refused.is_empty() {
+                    return error(format!("the API server would refuse this outcome: {}", refused.join("; ")), false);
                 }
                 (o.to_json(), true)
             }
@@ -212,67 +282,20 @@ pub fn reconcile_offline(p: &LoadedPlugin, primary: Value, observed: Vec<Value>,
     }
 }
 
-/// Runs every fixture under the given folders; prints one line per fixture and a summary.
-fn run_fixtures(p: &LoadedPlugin, roots: &[PathBuf]) -> anyhow::Result<ExitCode> {
-    let mut dirs = Vec::new();
-    for r in roots {
-        collect_fixtures(r, &mut dirs)?;
-    }
-    if dirs.is_empty() {
-        bail!("no fixtures found (a fixture is a folder with primary.yaml and expected.json)");
-    }
-    let (mut passed, mut failed) = (0, 0);
-    for d in &dirs {
-        match run_fixture(p, d) {
-            Ok(()) => {
-                passed += 1;
-                println!("ok   {}", d.display());
-            }
-            Err(e) => {
-                failed += 1;
-                println!("FAIL {}\n{e:#}", d.display());
-            }
+/// Every schema violation of an outcome, each naming the object (or status) and the field path.
+fn schema_violations(o: &outcome::Outcome, primary: &Gvk, schemas: &Schemas) -> Vec<String> {
+    let mut out = Vec::new();
+    for intent in &o.apply {
+        for v in schemas.check_object(&intent.body) {
+            out.push(format!("{} {:?}: {v}", intent.gvk.kind, intent.name));
         }
     }
-    println!("{passed} passed, {failed} failed ({} {})", p.info.name, p.info.version);
-    Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
-}
-
-fn collect_fixtures(dir: &Path, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
-    if dir.join("expected.json").is_file() {
-        out.push(dir.to_path_buf());
-        return Ok(());
-    }
-    let mut entries: Vec<_> =
-        std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?.collect::<Result<_, _>>()?;
-    entries.sort_by_key(|e| e.file_name());
-    for e in entries {
-        if e.path().is_dir() {
-            collect_fixtures(&e.path(), out)?;
+    if let Some(status) = &o.status {
+        for v in schemas.check_status(primary, status) {
+            out.push(format!("status of the {}: {v}", primary.kind));
         }
     }
-    Ok(())
-}
-
-/// A fixture folder: `primary.yaml`, optional `observed.yaml` (any number of documents), and
-/// `expected.json` — exactly what `kwop plugin reconcile` must print.
-fn run_fixture(p: &LoadedPlugin, dir: &Path) -> anyhow::Result<()> {
-    let primary =
-        read_objects(&dir.join("primary.yaml"))?.into_iter().next().ok_or_else(|| anyhow!("primary.yaml is empty"))?;
-    let observed_file = dir.join("observed.yaml");
-    let observed = if observed_file.exists() { read_objects(&observed_file)? } else { Vec::new() };
-    let expected: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("expected.json"))?)
-        .context("expected.json is not JSON")?;
-    let (got, _) = reconcile_offline(p, primary, observed, true);
-    if got == expected {
-        Ok(())
-    } else {
-        bail!(
-            "  expected: {}\n  got:      {}",
-            serde_json::to_string(&expected).unwrap_or_default(),
-            serde_json::to_string(&got).unwrap_or_default()
-        )
-    }
+    out
 }
 
 fn fetch_plugins(url: &str) -> anyhow::Result<Value> {

@@ -11,7 +11,7 @@
 //! The same record is what a memoized reconcile needs to know that nothing it depends on changed.
 
 use crate::kinds::Gvk;
-use crate::plugin::{CacheView, QueryTooLarge};
+use crate::plugin::{read_namespace, CacheView, QueryTooLarge};
 use crate::watch::selector::Selector;
 use crate::watch::{Caches, ObjectKey};
 use kube::api::DynamicObject;
@@ -59,11 +59,7 @@ impl RecordingCache {
     }
 
     fn namespace_for(&self, kind: &Gvk, given: Option<&str>) -> Option<String> {
-        match given {
-            Some(ns) => Some(ns.to_string()),
-            None if self.inner.kind(kind).is_some_and(|k| k.resolved.namespaced) => self.primary_namespace.clone(),
-            None => None,
-        }
+        read_namespace(self.inner.namespaced(kind), given, self.primary_namespace.as_deref()).map(str::to_string)
     }
 }
 
@@ -95,6 +91,10 @@ impl CacheView for RecordingCache {
             }
         }
         crate::watch::caches::query_json(kind, &found, max_bytes)
+    }
+
+    fn namespaced(&self, kind: &Gvk) -> Option<bool> {
+        self.inner.namespaced(kind)
     }
 }
 

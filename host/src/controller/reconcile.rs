@@ -7,7 +7,7 @@ use crate::outcome::{
     self, fence::controller_uid, EventSpec, FenceContext, Outcome, RejectReason, Rejection, Severity,
 };
 use crate::plugin::{wit, CacheView, CallSpec};
-use crate::report::{REASON_OUTCOME_REJECTED, REASON_PLUGIN_FAILED, REASON_WRITE_FAILED};
+use crate::report::{REASON_OUTCOME_REJECTED, REASON_PLUGIN_FAILED, REASON_RECONCILE_FAILED, REASON_WRITE_FAILED};
 use crate::telemetry::Metrics;
 use crate::watch::ObjectKey;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
@@ -111,7 +111,11 @@ impl Inner {
                 let f = outcome::decode_failure(f, &self.shared.config.outcome_limits);
                 tracing::info!(retry = f.retry, "plugin reported failure: {}", f.message);
                 m.result(name, "plugin_failure");
-                self.report(&primary, &f.events, false).await;
+                let mut events = f.events;
+                if !events.iter().any(|e| e.severity == Severity::Warning) {
+                    events.push(warning(REASON_RECONCILE_FAILED, f.message));
+                }
+                self.report(&primary, &events, false).await;
                 return if f.retry { Next::Retry } else { Next::Done };
             }
             Ok(Ok(o)) => o,

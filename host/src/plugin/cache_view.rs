@@ -20,6 +20,56 @@ pub trait CacheView: Send + Sync {
         selector: &Selector,
         max_bytes: usize,
     ) -> Result<Vec<String>, QueryTooLarge>;
+    /// Whether a kind is namespaced, if this view knows the kind.
+    fn namespaced(&self, _kind: &Gvk) -> Option<bool> {
+        None
+    }
+}
+
+/// The namespace a `cache.get` reads: the one given, else the primary's for a namespaced kind (as
+/// `object-ref` documents `none`), else none (a cluster-scoped kind). A kind whose scope the view
+/// does not know counts as namespaced. The host's recording view and the offline CLI's
+/// [`PrimaryScope`] both use this rule, so both resolve namespaces the same way.
+pub fn read_namespace<'a>(
+    namespaced: Option<bool>,
+    given: Option<&'a str>,
+    primary: Option<&'a str>,
+) -> Option<&'a str> {
+    match given.filter(|n| !n.is_empty()) {
+        None if namespaced.unwrap_or(true) => primary,
+        other => other,
+    }
+}
+
+/// The view one reconcile gets offline: `get` without a namespace resolves by [`read_namespace`].
+pub struct PrimaryScope {
+    inner: std::sync::Arc<dyn CacheView>,
+    namespace: Option<String>,
+}
+
+impl PrimaryScope {
+    /// `inner` seen from a primary in `namespace` (`None`: a cluster-scoped primary).
+    pub fn new(inner: std::sync::Arc<dyn CacheView>, namespace: Option<String>) -> Self {
+        PrimaryScope { inner, namespace }
+    }
+}
+
+impl CacheView for PrimaryScope {
+    fn get(&self, kind: &Gvk, namespace: Option<&str>, name: &str) -> Option<String> {
+        self.inner.get(kind, read_namespace(self.inner.namespaced(kind), namespace, self.namespace.as_deref()), name)
+    }
+    fn query(
+        &self,
+        kind: &Gvk,
+        namespace: Option<&str>,
+        selector: &Selector,
+        max_bytes: usize,
+    ) -> Result<Vec<String>, QueryTooLarge> {
+        self.inner.query(kind, namespace, selector, max_bytes)
+    }
+    fn namespaced(&self, kind: &Gvk) -> Option<bool> {
+        self.inner.namespaced(kind)
+    }
 }
 
 /// A `cache.query` whose results are over the bound.
@@ -56,6 +106,7 @@ pub fn bounded<I: Iterator<Item = String>>(
 #[derive(Default, Clone)]
 pub struct StaticCache {
     objects: HashMap<Gvk, Vec<Value>>,
+    scopes: HashMap<Gvk, bool>,
 }
 
 impl StaticCache {
@@ -66,6 +117,11 @@ impl StaticCache {
             obj.get("kind").and_then(Value::as_str).unwrap_or_default(),
         );
         self.objects.entry(gvk).or_default().push(obj);
+    }
+
+    /// Records whether a kind is namespaced (unrecorded kinds: unknown).
+    pub fn set_namespaced(&mut self, kind: Gvk, namespaced: bool) {
+        self.scopes.insert(kind, namespaced);
     }
 
     /// All objects of a kind.
@@ -100,5 +156,9 @@ impl CacheView for StaticCache {
             .filter(|o| selector.matches_json(o.pointer("/metadata/labels")))
             .map(Value::to_string);
         bounded(kind, items, max_bytes)
+    }
+
+    fn namespaced(&self, kind: &Gvk) -> Option<bool> {
+        self.scopes.get(kind).copied()
     }
 }

@@ -67,7 +67,8 @@ where
         let _registration = registration;
         let started = Instant::now();
         let (store, result) = body(store).await;
-        sandbox::flush_output(&store, log_lines);
+        // The guest's output is logged, and a trap is told in the guest's own words.
+        let result = sandbox::finish(&store, log_lines, result);
         (result, CallStats { elapsed: started.elapsed(), peak_memory: store.data().limiter.peak })
     });
     let mut abandon = Abandon { task: task.abort_handle(), call, finished: false };

@@ -1,6 +1,7 @@
 //! Host side of the plugin's imports: cache reads (declared kinds only) and logging.
 
 use super::bindings::kwop::reconciler::{cache, log, types};
+use super::guest_error::TARGET;
 use super::sandbox::HostState;
 use crate::kinds::Gvk;
 use crate::watch::selector::Selector;
@@ -83,11 +84,11 @@ impl log::Host for HostState {
         // Plugin text is data, not a format string; cap it so one call cannot flood the log.
         let m: String = message.chars().take(4096).collect();
         match level {
-            log::Level::Trace => tracing::trace!(plugin = p, object = %o, "{m}"),
-            log::Level::Debug => tracing::debug!(plugin = p, object = %o, "{m}"),
-            log::Level::Info => tracing::info!(plugin = p, object = %o, "{m}"),
-            log::Level::Warn => tracing::warn!(plugin = p, object = %o, "{m}"),
-            log::Level::Error => tracing::error!(plugin = p, object = %o, "{m}"),
+            log::Level::Trace => tracing::trace!(target: TARGET, plugin = p, object = %o, "{m}"),
+            log::Level::Debug => tracing::debug!(target: TARGET, plugin = p, object = %o, "{m}"),
+            log::Level::Info => tracing::info!(target: TARGET, plugin = p, object = %o, "{m}"),
+            log::Level::Warn => tracing::warn!(target: TARGET, plugin = p, object = %o, "{m}"),
+            log::Level::Error => tracing::error!(target: TARGET, plugin = p, object = %o, "{m}"),
         }
     }
 }

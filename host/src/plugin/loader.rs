@@ -306,8 +306,7 @@ impl Session<'_> {
             .block_on(self.instance.call_reconcile(&mut self.store, req))
             .map_err(|e| sandbox::classify(&self.store, e, deadline, false));
         self.poisoned = r.is_err();
-        sandbox::flush_output(&self.store, self.plugin.limits.log_lines);
-        r
+        sandbox::finish(&self.store, self.plugin.limits.log_lines, r)
     }
 }
 

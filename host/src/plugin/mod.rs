@@ -11,6 +11,7 @@ mod bindings;
 pub mod cache_view;
 mod call;
 pub mod engine;
+pub mod guest_error;
 mod host_api;
 pub mod inflight;
 pub mod info;
@@ -21,7 +22,7 @@ pub mod sandbox;
 pub mod wasi;
 
 pub use bindings::wit;
-pub use cache_view::{CacheView, QueryTooLarge, StaticCache};
+pub use cache_view::{read_namespace, CacheView, PrimaryScope, QueryTooLarge, StaticCache};
 pub use engine::{EngineConfig, PluginEngine};
 pub use info::PluginInfo;
 pub use limits::{LimitSet, Limits};

@@ -7,6 +7,7 @@
 
 use super::cache_view::CacheView;
 use super::engine::{PluginEngine, MAX_CORE_INSTANCES, MAX_MEMORIES, MAX_TABLES, TABLE_ELEMENTS, YIELD_TICKS};
+use super::guest_error::{self, GuestOutput};
 use super::limits::{Limits, TABLE_ELEMENT_BYTES};
 use super::output::Captured;
 use super::wasi::{self, Determinism};
@@ -216,22 +217,25 @@ pub(crate) fn classify(
     }
 }
 
-/// Sends what the guest printed to the host's log, one record per line, tagged with plugin and
-/// object; at most `log_lines` lines per stream and call (the rest is counted, not logged).
-pub(crate) fn flush_output(store: &Store<HostState>, max_lines: u32) {
+/// Sends what the guest printed to the host's log (see [`guest_error::log_output`]) and returns
+/// it, so a trap can be explained in the guest's own words ([`guest_error::explain`]).
+pub(crate) fn flush_output(store: &Store<HostState>, max_lines: u32) -> GuestOutput {
     let s = store.data();
-    for (stream, cap) in [("stdout", &s.stdout), ("stderr", &s.stderr)] {
-        let (text, dropped_bytes) = cap.take();
-        let mut lines = text.lines().filter(|l| !l.trim().is_empty());
-        for line in lines.by_ref().take(max_lines as usize) {
-            tracing::info!(plugin = %s.plugin, object = %s.object, stream, "{line}");
-        }
-        let dropped_lines = lines.count();
-        if dropped_lines > 0 || dropped_bytes > 0 {
-            tracing::warn!(plugin = %s.plugin, object = %s.object, stream, dropped_lines, dropped_bytes, "plugin output over the per-call limit was dropped");
-        }
-    }
+    let ((stdout, out_dropped), (stderr, err_dropped)) = (s.stdout.take(), s.stderr.take());
+    let out = GuestOutput { stdout, stderr };
+    guest_error::log_output(&out, &s.plugin, &s.object, max_lines, [out_dropped, err_dropped]);
     if s.logs_dropped > 0 {
-        tracing::warn!(plugin = %s.plugin, object = %s.object, dropped = s.logs_dropped, "plugin log lines over the per-call limit were dropped");
+        tracing::warn!(target: guest_error::TARGET, plugin = %s.plugin, object = %s.object, dropped = s.logs_dropped, "plugin log lines over the per-call limit were dropped");
     }
+    out
+}
+
+/// [`flush_output`], then a trap in `result` rewritten in the guest's own words.
+pub(crate) fn finish<T>(
+    store: &Store<HostState>,
+    max_lines: u32,
+    result: Result<T, CallError>,
+) -> Result<T, CallError> {
+    let out = flush_output(store, max_lines);
+    result.map_err(|e| guest_error::explain(e, &out, &store.data().plugin, &store.data().object))
 }

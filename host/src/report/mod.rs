@@ -19,6 +19,10 @@ use std::time::{Duration, Instant};
 
 /// The plugin failed to run (trap, deadline, out of memory).
 pub const REASON_PLUGIN_FAILED: &str = "ReconcilePluginFailed";
+/// The plugin reported a failure that carried no Warning event of its own (e.g. a JavaScript
+/// error thrown through `wit/js/kwop.js`): the host records one with the failure's message, so a
+/// failed reconcile is never silent on the primary.
+pub const REASON_RECONCILE_FAILED: &str = "ReconcileFailed";
 /// The host refused the plugin's outcome (write fence).
 pub const REASON_OUTCOME_REJECTED: &str = "OutcomeRejected";
 /// The API server refused a write (e.g. 422: the plugin produced an invalid object).

@@ -276,6 +276,10 @@ impl CacheView for Caches {
     ) -> Result<Vec<String>, QueryTooLarge> {
         query_json(kind, &self.query_objects(kind, namespace, selector), max_bytes)
     }
+
+    fn namespaced(&self, kind: &Gvk) -> Option<bool> {
+        self.kinds.get(kind).map(|k| k.resolved.namespaced)
+    }
 }
 
 /// Query results as the JSON a plugin gets, at most `max_bytes` in all (serialising stops there).

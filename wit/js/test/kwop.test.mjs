@@ -71,6 +71,10 @@ test('failures are thrown as the WIT failure record, with the recorded events', 
   const f = failureOf(() => run(() => { throw new TypeError('oops'); }));
   assert.equal(f.retry, true);
   assert.match(f.message, /^TypeError: oops\n/, 'a JS error crosses with its stack');
+  // SpiderMonkey's stack (the component's engine) has only the frames: the message is kept.
+  const sm = new Error('boom');
+  sm.stack = 'reconcile@plugin.js:10:11\n';
+  assert.equal(failureOf(() => run(() => { throw sm; })).message, 'Error: boom\nreconcile@plugin.js:10:11');
   assert.equal(failureOf(() => run(() => new Outcome().apply({ metadata: {} }))).retry, false);
   assert.equal(failureOf(() => run(() => ({ apply: [] }))).message, 'reconcile must return an Outcome');
   const bad = plugin({ info, reconcile: () => undefined }, { cache: fakeCache([]), log });

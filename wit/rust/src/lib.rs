@@ -39,6 +39,7 @@ pub mod bindings {
     });
 }
 
+#[cfg_attr(not(target_arch = "wasm32"), allow(unused_imports))]
 use bindings::kwop::reconciler::{cache, log as wit_log, types as wit};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -218,6 +219,32 @@ impl Outcome {
         self.requeue_after_ms = Some(ms);
         self
     }
+
+    /// The intents to apply, as JSON text (what the host receives).
+    pub fn applied(&self) -> &[String] {
+        &self.apply
+    }
+    /// The `i`-th intent parsed as `T` (e.g. a k8s-openapi `ConfigMap`, or `serde_json::Value`);
+    /// `None` if there is no such intent or it does not parse as `T`.
+    pub fn applied_as<T: DeserializeOwned>(&self, i: usize) -> Option<T> {
+        serde_json::from_str(self.apply.get(i)?).ok()
+    }
+    /// The deletions.
+    pub fn deletes(&self) -> &[Delete] {
+        &self.delete
+    }
+    /// The status as JSON, if one is set.
+    pub fn status_json(&self) -> Option<Value> {
+        serde_json::from_str(self.status.as_deref()?).ok()
+    }
+    /// The events.
+    pub fn events(&self) -> &[Event] {
+        &self.events
+    }
+    /// The requeue hint.
+    pub fn requeue_after(&self) -> Option<u64> {
+        self.requeue_after_ms
+    }
 }
 
 /// A reconcile that could not decide.
@@ -248,13 +275,45 @@ impl Failure {
 }
 
 /// The host's caches, read-only, for the kinds the plugin declared.
+///
+/// In a plugin the host builds it; in native unit tests build one with [`Context::fake`] (a
+/// [`testing::FakeCache`] stands in for the host's cache).
 pub struct Context {
     owned: Vec<String>,
+    source: Source,
+}
+
+enum Source {
+    Host,
+    Fake { cache: testing::FakeCache, namespace: Option<String> },
 }
 
 impl Context {
+    /// A context for native unit tests: reads answer from `cache`, `namespace` is the primary's
+    /// (what `None` means for namespaced kinds, as in the host), and the objects the primary
+    /// controls are those of `cache` whose controller owner reference has the primary's `uid`.
+    pub fn fake(cache: testing::FakeCache, namespace: Option<&str>, uid: &str) -> Self {
+        let owned = cache.controlled_by(uid, namespace);
+        Context { owned, source: Source::Fake { cache, namespace: namespace.map(str::to_string) } }
+    }
+
+    fn cache_get(&self, gvk: &Gvk, namespace: Option<&str>, name: &str) -> Option<String> {
+        match &self.source {
+            Source::Host => cache::get(&gvk.wit(), namespace, name),
+            Source::Fake { cache, namespace: primary } => cache.get(gvk, namespace.or(primary.as_deref()), name),
+        }
+    }
+
+    fn cache_query(&self, gvk: &Gvk, namespace: Option<&str>, selector: Option<&str>) -> Vec<String> {
+        match &self.source {
+            Source::Host => cache::query(&gvk.wit(), namespace, selector),
+            Source::Fake { cache, .. } => cache.query(gvk, namespace, selector),
+        }
+    }
+
     /// One object of a k8s-openapi type, e.g. `ctx.get::<Deployment>(Some("ns"), "name")`.
-    /// An object that does not parse as `K` reads as absent (and is logged).
+    /// `None` as the namespace means the primary's (for namespaced kinds). An object that does
+    /// not parse as `K` reads as absent (and is logged).
     #[cfg(feature = "k8s-openapi")]
     pub fn get<K: k8s_openapi::Resource + DeserializeOwned>(&self, namespace: Option<&str>, name: &str) -> Option<K> {
         self.get_as(&Gvk::of::<K>(), namespace, name)
@@ -262,13 +321,13 @@ impl Context {
 
     /// One object of any kind, as any deserialisable type (`serde_json::Value` for untyped).
     pub fn get_as<T: DeserializeOwned>(&self, gvk: &Gvk, namespace: Option<&str>, name: &str) -> Option<T> {
-        let text = cache::get(&gvk.wit(), namespace, name)?;
+        let text = self.cache_get(gvk, namespace, name)?;
         parse(&text, gvk)
     }
 
     /// Objects of a kind, in a namespace (or all), matching a label selector (or all).
     pub fn query_as<T: DeserializeOwned>(&self, gvk: &Gvk, namespace: Option<&str>, selector: Option<&str>) -> Vec<T> {
-        cache::query(&gvk.wit(), namespace, selector).iter().filter_map(|t| parse(t, gvk)).collect()
+        self.cache_query(gvk, namespace, selector).iter().filter_map(|t| parse(t, gvk)).collect()
     }
 
     /// The objects of a kind the primary controls (from the request, no cache call).
@@ -301,26 +360,44 @@ fn parse<T: DeserializeOwned>(text: &str, gvk: &Gvk) -> Option<T> {
     }
 }
 
-/// Logging into the host's log (tagged with plugin and object, rate-limited by the host).
+/// Logging into the host's log (tagged with plugin and object, rate-limited by the host). In
+/// native code (unit tests) the lines are kept instead: read them with [`testing::logs`].
 pub mod log {
-    use super::wit_log::{log, Level};
+    #[cfg(target_arch = "wasm32")]
+    fn log(level: super::testing::Level, m: &str) {
+        use super::testing::Level as L;
+        use super::wit_log::Level;
+        let level = match level {
+            L::Debug => Level::Debug,
+            L::Info => Level::Info,
+            L::Warn => Level::Warn,
+            L::Error => Level::Error,
+        };
+        super::wit_log::log(level, m)
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    fn log(level: super::testing::Level, m: &str) {
+        super::testing::record_log(level, m)
+    }
     /// Debug line.
     pub fn debug(m: &str) {
-        log(Level::Debug, m)
+        log(super::testing::Level::Debug, m)
     }
     /// Info line.
     pub fn info(m: &str) {
-        log(Level::Info, m)
+        log(super::testing::Level::Info, m)
     }
     /// Warning line.
     pub fn warn(m: &str) {
-        log(Level::Warn, m)
+        log(super::testing::Level::Warn, m)
     }
     /// Error line.
     pub fn error(m: &str) {
-        log(Level::Error, m)
+        log(super::testing::Level::Error, m)
     }
 }
+
+pub mod testing;
 
 /// A reconcile plugin.
 pub trait Reconciler {
@@ -353,7 +430,7 @@ pub fn __reconcile<R: Reconciler>(req: bindings::Request) -> Result<bindings::Ou
     };
     let primary: R::Primary = serde_json::from_str(&req.primary)
         .map_err(|e| to_failure(Failure::permanent(format!("the primary object does not parse: {e}"))))?;
-    let ctx = Context { owned: req.owned };
+    let ctx = Context { owned: req.owned, source: Source::Host };
     let o = R::reconcile(primary, &ctx).map_err(to_failure)?;
     Ok(bindings::Outcome {
         apply: o.apply,

@@ -126,6 +126,8 @@ impl Guest for Chaos {
                 json!({}),
             ),
             "huge-object" => ok(vec![cm(&target, None, json!({ "blob": "x".repeat(2 << 20) }))], json!({})),
+            // A number where a ConfigMap wants a string (the API server answers 500).
+            "number-data" => ok(vec![cm(&target, None, json!({ "replicas": 1 }))], json!({ "phase": "number" })),
             "invalid-object" => ok(vec![cm("Not_A_Valid_Name", None, data)], json!({ "phase": "invalid" })),
             "log-flood" => {
                 for i in 0..5000 {

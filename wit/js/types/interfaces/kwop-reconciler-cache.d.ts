@@ -1,7 +1,8 @@
 /// <reference path="./kwop-reconciler-types.d.ts" />
 declare module 'kwop:reconciler/cache@0.1.0' {
   /**
-   * One object by name. `namespace` is `none` for cluster-scoped kinds.
+   * One object by name. `namespace`: `none` for cluster-scoped kinds; for namespaced kinds
+   * `none` means the primary's namespace (the host and `kwop plugin reconcile` alike).
    */
   export function get(kind: Gvk, namespace: string | undefined, name: string): Json | undefined;
   /**

@@ -146,7 +146,9 @@ declare module 'kwop:reconciler/types@0.1.0' {
      */
     status?: Json,
     /**
-     * Events to record on the primary.
+     * Events to record on the primary. `normal` events are recorded only when this
+     * reconcile wrote something (so an in-sync resync records nothing); `warning` events
+     * always. `kwop plugin reconcile` prints them all.
      */
     events: Array<Event>,
     /**
@@ -164,7 +166,9 @@ declare module 'kwop:reconciler/types@0.1.0' {
      */
     message: string,
     /**
-     * Events to record on the primary (e.g. a Warning saying why).
+     * Events to record on the primary (e.g. a Warning saying why). Without a `warning` among
+     * them the host records a Warning `ReconcileFailed` with `message`: a failure is never
+     * silent on the primary.
      */
     events: Array<Event>,
     /**

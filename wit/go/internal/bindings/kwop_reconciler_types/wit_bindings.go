@@ -107,7 +107,9 @@ type Outcome struct {
 	// written to the status subresource when it differs from the observed status.
 	// `none` leaves the status alone.
 	Status witTypes.Option[string]
-	// Events to record on the primary.
+	// Events to record on the primary. `normal` events are recorded only when this
+	// reconcile wrote something (so an in-sync resync records nothing); `warning` events
+	// always. `kwop plugin reconcile` prints them all.
 	Events []Event
 	// Reconcile this primary again after this many milliseconds even if nothing changes.
 	// `none`: only when something changes (or at the host's resync period).
@@ -118,7 +120,9 @@ type Outcome struct {
 type Failure struct {
 	// What went wrong, for logs and the host's Warning event.
 	Message string
-	// Events to record on the primary (e.g. a Warning saying why).
+	// Events to record on the primary (e.g. a Warning saying why). Without a `warning` among
+	// them the host records a Warning `ReconcileFailed` with `message`: a failure is never
+	// silent on the primary.
 	Events []Event
 	// `true`: retry with per-object exponential backoff. `false`: wait until the primary or
 	// one of its objects changes (e.g. invalid spec the user must fix).

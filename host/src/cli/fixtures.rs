@@ -1,0 +1,170 @@
+//! `kwop plugin test`: runs fixture folders through the offline reconcile and compares (or, with
+//! `--update`, records) the outcome; differences are reported field by field.
+//!
+//! A fixture is a folder with `primary.yaml` (the primary object), an optional `observed.yaml`
+//! (what the cache holds: any number of YAML documents or a List), and `expected.json`, exactly
+//! what `kwop plugin reconcile` prints for them.
+
+use super::offline::{read_objects, reconcile_offline, Checks};
+use crate::plugin::LoadedPlugin;
+use crate::schema::Schemas;
+use anyhow::{anyhow, bail, Context};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Runs (or updates) every fixture under `roots`; prints one line per fixture and a summary.
+pub(super) fn run(p: &LoadedPlugin, roots: &[PathBuf], schemas: &Schemas, update: bool) -> anyhow::Result<ExitCode> {
+    let mut dirs = Vec::new();
+    for r in roots {
+        collect(r, update, &mut dirs)?;
+    }
+    if dirs.is_empty() {
+        bail!("no fixtures found (a fixture is a folder with primary.yaml and expected.json; --update creates expected.json)");
+    }
+    let (mut passed, mut failed, mut written) = (0, 0, 0);
+    for d in &dirs {
+        match run_one(p, d, schemas, update) {
+            Ok(Verdict::Same) => {
+                passed += 1;
+                println!("ok   {}", d.display());
+            }
+            Ok(Verdict::Written) => {
+                written += 1;
+                println!("wrote {}", d.join("expected.json").display());
+            }
+            Ok(Verdict::Differs(lines)) => {
+                failed += 1;
+                println!("FAIL {}", d.display());
+                for l in lines {
+                    println!("  {l}");
+                }
+            }
+            Err(e) => {
+                failed += 1;
+                println!("FAIL {}\n  {e:#}", d.display());
+            }
+        }
+    }
+    if written > 0 {
+        println!("{written} expected.json written (review them before committing)");
+    }
+    println!("{passed} passed, {failed} failed ({} {})", p.info.name, p.info.version);
+    if failed > 0 && !update {
+        println!("to accept what the plugin returns now: kwop plugin test --update FILE FIXTURES...");
+    }
+    Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+enum Verdict {
+    Same,
+    Written,
+    Differs(Vec<String>),
+}
+
+fn collect(dir: &Path, update: bool, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
+    if dir.join("expected.json").is_file() || (update && dir.join("primary.yaml").is_file()) {
+        out.push(dir.to_path_buf());
+        return Ok(());
+    }
+    let mut entries: Vec<_> =
+        std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?.collect::<Result<_, _>>()?;
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        if e.path().is_dir() {
+            collect(&e.path(), update, out)?;
+        }
+    }
+    Ok(())
+}
+
+fn run_one(p: &LoadedPlugin, dir: &Path, schemas: &Schemas, update: bool) -> anyhow::Result<Verdict> {
+    let primary =
+        read_objects(&dir.join("primary.yaml"))?.into_iter().next().ok_or_else(|| anyhow!("primary.yaml is empty"))?;
+    let observed_file = dir.join("observed.yaml");
+    let observed = if observed_file.exists() { read_objects(&observed_file)? } else { Vec::new() };
+    let (got, _) = reconcile_offline(p, primary, observed, &Checks { fence: true, schemas });
+    let expected_file = dir.join("expected.json");
+    let expected: Option<Value> = match std::fs::read_to_string(&expected_file) {
+        Ok(text) => Some(serde_json::from_str(&text).context("expected.json is not JSON")?),
+        Err(_) if update => None,
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", expected_file.display())),
+    };
+    if expected.as_ref() == Some(&got) {
+        return Ok(Verdict::Same);
+    }
+    if update {
+        let text = serde_json::to_string_pretty(&got)? + "\n";
+        std::fs::write(&expected_file, text).with_context(|| format!("cannot write {}", expected_file.display()))?;
+        return Ok(Verdict::Written);
+    }
+    let mut lines = Vec::new();
+    diff("", expected.as_ref().unwrap_or(&Value::Null), &got, &mut lines);
+    Ok(Verdict::Differs(lines))
+}
+
+fn short(v: &Value) -> String {
+    let s = v.to_string();
+    if s.chars().count() > 120 {
+        format!("{}...", s.chars().take(117).collect::<String>())
+    } else {
+        s
+    }
+}
+
+/// Field-level differences between `want` and `got`, as `.path: expected X, got Y` lines.
+pub(crate) fn diff(path: &str, want: &Value, got: &Value, out: &mut Vec<String>) {
+    match (want, got) {
+        (Value::Object(w), Value::Object(g)) => {
+            for (k, wv) in w {
+                let p = format!("{path}.{k}");
+                match g.get(k) {
+                    Some(gv) => diff(&p, wv, gv, out),
+                    None => out.push(format!("{p}: missing (expected {})", short(wv))),
+                }
+            }
+            for (k, gv) in g.iter().filter(|(k, _)| !w.contains_key(*k)) {
+                out.push(format!("{path}.{k}: not expected, got {}", short(gv)));
+            }
+        }
+        (Value::Array(w), Value::Array(g)) => {
+            for i in 0..w.len().max(g.len()) {
+                let p = format!("{path}[{i}]");
+                match (w.get(i), g.get(i)) {
+                    (Some(wv), Some(gv)) => diff(&p, wv, gv, out),
+                    (Some(wv), None) => out.push(format!("{p}: missing (expected {})", short(wv))),
+                    (None, Some(gv)) => out.push(format!("{p}: not expected, got {}", short(gv))),
+                    (None, None) => {}
+                }
+            }
+        }
+        (w, g) if w != g => {
+            let p = if path.is_empty() { "(whole outcome)" } else { path };
+            out.push(format!("{p}: expected {}, got {}", short(w), short(g)));
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::diff;
+    use serde_json::json;
+
+    #[test]
+    fn differences_are_named_by_field_path() {
+        let want = json!({ "apply": [{ "data": { "a": "1", "b": "2" } }], "status": null, "events": [1] });
+        let got = json!({ "apply": [{ "data": { "a": "3", "c": "4" } }], "status": null, "events": [1, 2] });
+        let mut out = Vec::new();
+        diff("", &want, &got, &mut out);
+        assert_eq!(
+            out,
+            vec![
+                ".apply[0].data.a: expected \"1\", got \"3\"",
+                ".apply[0].data.b: missing (expected \"2\")",
+                ".apply[0].data.c: not expected, got \"4\"",
+                ".events[1]: not expected, got 2",
+            ]
+        );
+    }
+}
