@@ -20,7 +20,7 @@ use std::process::Command;
 use std::time::Duration;
 
 /// Every language there is a template for must be tested here.
-const TESTED: &[&str] = &["c", "js", "python", "rust"];
+const TESTED: &[&str] = &["c", "go", "js", "python", "rust"];
 
 #[test]
 fn every_template_language_is_tested() {
@@ -91,6 +91,17 @@ fn new_plugin_passes_its_tests(lang: &str) -> (PathBuf, PathBuf) {
 #[test]
 fn a_new_rust_plugin_builds_and_passes_its_tests() {
     new_plugin_passes_its_tests("rust");
+}
+
+#[test]
+fn a_new_go_plugin_builds_and_passes_its_tests() {
+    let (dir, _) = new_plugin_passes_its_tests("go");
+    // The SDK is vendored whole, with the build script beside the WIT, and go.mod points at it.
+    for f in ["wit/go/go.mod", "wit/go/build.sh", "wit/go/tools.sh", "main_test.go"] {
+        assert!(dir.join(f).is_file(), "go: {f} missing");
+    }
+    let gomod = std::fs::read_to_string(dir.join("go.mod")).expect("go.mod");
+    assert!(gomod.contains("replace kwop.dev/guest => ./wit/go"), "{gomod}");
 }
 
 #[test]

@@ -210,7 +210,7 @@ pub enum PluginCommand {
     New {
         /// Plugin name (a DNS label, e.g. my-plugin); also the folder's name unless --dir.
         name: String,
-        /// Language: rust, js, python or c (one template per folder of host/templates).
+        /// Language: rust, js, python, c or go (one template per folder of host/templates).
         #[arg(long, short = 'l')]
         lang: String,
         /// Folder to create [default: ./NAME]; must not exist or be empty.

@@ -5,7 +5,7 @@
 //! | interface | what a plugin observes |
 //! |---|---|
 //! | `wasi:clocks/wall-clock` | `now` is one fixed instant per call: when the reconcile started ([`Determinism::started_at`], recorded with the call so a replay can give the same); `resolution` is 1 ns |
-//! | `wasi:clocks/monotonic-clock` | `now` is 0 for the whole call (time does not pass inside a reconcile); `resolution` is 1 ns; `subscribe-duration(0)` and `subscribe-instant(t ≤ 0)` are ready at once, any later instant never is |
+//! | `wasi:clocks/monotonic-clock` | `now` is [`STOPPED_AT`] (1 s, not 0: Go's runtime refuses a clock reading zero) for the whole call (time does not pass inside a reconcile); `resolution` is 1 ns; `subscribe-duration(0)` and `subscribe-instant(t ≤ now)` are ready at once, any later instant never is |
 //! | `wasi:io/poll` | `poll` returns the pollables that are ready *now*; if none is, the call fails with "plugins cannot sleep: return requeueAfterMs"; `pollable.block` on a pollable that is not ready fails the same way; `pollable.ready` never waits |
 //! | `wasi:random/random`, `insecure`, `insecure-seed` | bytes from a SHA-256 counter stream seeded by (plugin sha256, object uid, object resourceVersion): the same object version gets the same bytes, every time, on every host; one request is at most [`Limits::random_bytes`] (1 MiB by default), a larger one fails the call |
 //! | `wasi:cli/environment` | no variables, one argument (`argv[0]` = `kwop-plugin`, the same for every plugin), no initial directory |
@@ -92,8 +92,9 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
     linker.allow_shadowing(true);
     let mut clocks = linker.instance(&format!("wasi:clocks/monotonic-clock@{WASI}"))?;
     clocks.func_wrap("subscribe-duration", |mut s, (d,): (u64,)| Ok((timer(s.data_mut().table(), d == 0)?,)))?;
-    // The stopped clock reads 0: only an instant at or before 0 has come.
-    clocks.func_wrap("subscribe-instant", |mut s, (t,): (u64,)| Ok((timer(s.data_mut().table(), t == 0)?,)))?;
+    // The clock is stopped: only an instant at or before the one it shows has come.
+    clocks
+        .func_wrap("subscribe-instant", |mut s, (t,): (u64,)| Ok((timer(s.data_mut().table(), t <= STOPPED_AT)?,)))?;
     let mut poll = linker.instance(&format!("wasi:io/poll@{WASI}"))?;
     poll.func_wrap("poll", |mut s, (list,): (Vec<Resource<DynPollable>>,)| {
         let table = s.data_mut().table();
@@ -158,6 +159,10 @@ impl HostWallClock for FixedWallClock {
     }
 }
 
+/// What the monotonic clock shows for a whole call, nanoseconds. Not 0: Go's runtime throws
+/// "nanotime returning zero" at start-up.
+pub(crate) const STOPPED_AT: u64 = 1_000_000_000;
+
 struct StoppedClock;
 
 impl HostMonotonicClock for StoppedClock {
@@ -165,7 +170,7 @@ impl HostMonotonicClock for StoppedClock {
         1
     }
     fn now(&self) -> u64 {
-        0
+        STOPPED_AT
     }
 }
 

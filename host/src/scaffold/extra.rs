@@ -1,10 +1,13 @@
 //! Files a new plugin gets from elsewhere in the repository, so each exists once: the WIT, the
 //! Foo CRD, the Rust SDK (with a standalone manifest and the workspace's lock file), the pinned
 //! JavaScript and Python toolchains and helper modules (`wit/js`, `wit/python`, vendored into
-//! `src/`), and the C JSON library.
+//! `src/`), the C JSON library and the Go SDK (`wit/go`, with its build script).
 
 use super::Vars;
+use include_dir::{include_dir, Dir, DirEntry};
 use std::path::PathBuf;
+
+static GO_SDK: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/../wit/go");
 
 const WIT: &str = include_str!("../../../wit/reconciler.wit");
 const FOO_CRD: &str = include_str!("../../../crds/foo.yaml");
@@ -67,6 +70,14 @@ pub(super) fn files(lang: &str, vars: &Vars) -> Vec<(PathBuf, Vec<u8>)> {
             out.push(("src/json.h", C_JSON_H.to_string()));
             out.push(("src/debug_escape_table.h", C_ESCAPE_TABLE.to_string()));
         }
+        "go" => {
+            let mut sdk = Vec::new();
+            go_sdk(&GO_SDK, &mut sdk);
+            let mut files: Vec<(PathBuf, Vec<u8>)> =
+                out.into_iter().map(|(p, s)| (PathBuf::from(p), s.into_bytes())).collect();
+            files.extend(sdk);
+            return files;
+        }
         _ => {}
     }
     out.into_iter().map(|(p, s)| (PathBuf::from(p), s.into_bytes())).collect()
@@ -124,4 +135,14 @@ fn renamed_package(text: &str, vars: &Vars, manifest: bool) -> String {
         v["scripts"] = serde_json::json!({ "build": "./build.sh", "test": "node --test test/" });
     }
     serde_json::to_string_pretty(&v).map(|s| s + "\n").unwrap_or_else(|_| text.to_string())
+}
+
+/// Every file of the Go SDK, under `wit/go/` (its build script beside the WIT, as in the repository).
+fn go_sdk(dir: &Dir<'_>, out: &mut Vec<(PathBuf, Vec<u8>)>) {
+    for entry in dir.entries() {
+        match entry {
+            DirEntry::Dir(d) => go_sdk(d, out),
+            DirEntry::File(f) => out.push((PathBuf::from("wit/go").join(f.path()), f.contents().to_vec())),
+        }
+    }
 }
