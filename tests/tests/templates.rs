@@ -228,6 +228,6 @@ fn plugin_new_refuses_a_bad_name_and_an_unknown_language() {
     let out =
         Command::new(KWOP).args(["plugin", "new", "ok", "--lang", "cobol"]).current_dir(&dir).output().expect("runs");
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success() && err.contains("available: c, js, python, rust"), "{err}");
+    assert!(!out.status.success() && err.contains("available: c, go, js, python, rust"), "{err}");
     assert!(std::fs::read_dir(&dir).expect("dir").next().is_none(), "nothing written");
 }
