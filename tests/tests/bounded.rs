@@ -4,28 +4,9 @@
 mod common;
 
 use common::*;
-use kube::api::{Api, DynamicObject, PostParams};
-use kube::core::{ApiResource, GroupVersionKind};
-use kube::Client;
 use kwop_tests::{host::http_get, plugins, wait, ControlPlane, Host, Mode};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
-
-fn chaos_api(client: &Client, ns: &str) -> Api<DynamicObject> {
-    Api::namespaced_with(
-        client.clone(),
-        ns,
-        &ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("test.kwop.dev", "v1", "Chaos"), "chaos"),
-    )
-}
-
-async fn create_chaos(client: &Client, ns: &str, name: &str, spec: Value) -> anyhow::Result<()> {
-    let obj: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "test.kwop.dev/v1", "kind": "Chaos", "metadata": { "name": name }, "spec": spec
-    }))?;
-    chaos_api(client, ns).create(&PostParams::default(), &obj).await?;
-    Ok(())
-}
 
 fn plugins_json(host: &Host) -> anyhow::Result<Value> {
     Ok(serde_json::from_str(&http_get(host.port, "/plugins")?.1)?)

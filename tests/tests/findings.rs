@@ -4,29 +4,12 @@
 mod common;
 
 use common::*;
-use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
-use kube::core::{ApiResource, GroupVersionKind};
+use kube::api::{Patch, PatchParams};
 use kube::Client;
 use kwop_tests::{host::http_get, plugins, procs::free_port, procs::Proc, wait, ControlPlane, Host, Mode};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::time::Duration;
-
-fn chaos_api(client: &Client, ns: &str) -> Api<DynamicObject> {
-    Api::namespaced_with(
-        client.clone(),
-        ns,
-        &ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("test.kwop.dev", "v1", "Chaos"), "chaos"),
-    )
-}
-
-async fn create_chaos(client: &Client, ns: &str, name: &str, spec: Value) -> anyhow::Result<()> {
-    let obj: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "test.kwop.dev/v1", "kind": "Chaos", "metadata": { "name": name }, "spec": spec
-    }))?;
-    chaos_api(client, ns).create(&PostParams::default(), &obj).await?;
-    Ok(())
-}
 
 async fn chaos_host(test: &str, extra: &[&str]) -> anyhow::Result<(&'static ControlPlane, String, Host, Client)> {
     let plane = ControlPlane::shared(Mode::Api)?;

@@ -274,20 +274,13 @@ async fn a_rust_panic_is_a_warning_event_with_its_message() -> anyhow::Result<()
     let client = plane.client().await?;
     let dir = kwop_tests::plugins::folder(&[("chaos.wasm", kwop_tests::plugins::CHAOS)])?;
     let _host = host(plane, &dir, &[&format!("--namespace={ns}")])?;
-    let ar = kube::core::ApiResource::from_gvk_with_plural(
-        &kube::core::GroupVersionKind::gvk("test.kwop.dev", "v1", "Chaos"),
-        "chaos",
-    );
-    let api: Api<kube::api::DynamicObject> = Api::namespaced_with(client.clone(), &ns, &ar);
-    let obj = json!({ "apiVersion": "test.kwop.dev/v1", "kind": "Chaos", "metadata": { "name": "boom" }, "spec": { "mode": "panic" } });
-    api.create(&PostParams::default(), &serde_json::from_value(obj)?).await?;
+    create_chaos(&client, &ns, "boom", json!({ "mode": "panic" })).await?;
     let e = event_with_reason(&client, &ns, "boom", "ReconcilePluginFailed").await?;
     let note = e.note.unwrap_or_default();
     assert!(note.contains("chaos plugin panics on purpose (panicked at"), "{note}");
     assert!(!note.contains("wasm backtrace"), "{note}");
     // A failure the plugin reports without a Warning of its own still leaves one, with its message.
-    let obj = json!({ "apiVersion": "test.kwop.dev/v1", "kind": "Chaos", "metadata": { "name": "quiet" }, "spec": { "mode": "no-such-mode" } });
-    api.create(&PostParams::default(), &serde_json::from_value(obj)?).await?;
+    create_chaos(&client, &ns, "quiet", json!({ "mode": "no-such-mode" })).await?;
     let e = event_with_reason(&client, &ns, "quiet", "ReconcileFailed").await?;
     assert_eq!(e.note.as_deref(), Some("unknown mode no-such-mode"));
     Ok(())

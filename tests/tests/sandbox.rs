@@ -7,28 +7,11 @@ mod common;
 
 use common::*;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, DynamicObject, ListParams, PostParams};
-use kube::core::{ApiResource, GroupVersionKind};
+use kube::api::{Api, ListParams, PostParams};
 use kube::Client;
 use kwop_tests::{host::http_get, plugins, ControlPlane, Host, Mode};
 use serde_json::json;
 use std::time::Duration;
-
-fn chaos_api(client: &Client, ns: &str) -> Api<DynamicObject> {
-    Api::namespaced_with(
-        client.clone(),
-        ns,
-        &ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("test.kwop.dev", "v1", "Chaos"), "chaos"),
-    )
-}
-
-async fn create_chaos(client: &Client, ns: &str, name: &str, spec: serde_json::Value) -> anyhow::Result<()> {
-    let obj: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "test.kwop.dev/v1", "kind": "Chaos", "metadata": { "name": name }, "spec": spec
-    }))?;
-    chaos_api(client, ns).create(&PostParams::default(), &obj).await?;
-    Ok(())
-}
 
 struct Setup {
     plane: &'static ControlPlane,

@@ -14,6 +14,24 @@ use std::time::Duration;
 /// The kwop binary under test.
 pub const KWOP: &str = env!("CARGO_BIN_EXE_kwop-host");
 
+/// The test plugin `chaos`'s objects (tests/crds/chaos.yaml).
+pub fn chaos_api(client: &Client, ns: &str) -> Api<DynamicObject> {
+    Api::namespaced_with(
+        client.clone(),
+        ns,
+        &ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("test.kwop.dev", "v1", "Chaos"), "chaos"),
+    )
+}
+
+/// Creates a Chaos object whose `spec` picks the misbehaviour.
+pub async fn create_chaos(client: &Client, ns: &str, name: &str, spec: Value) -> anyhow::Result<()> {
+    let obj: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "test.kwop.dev/v1", "kind": "Chaos", "metadata": { "name": name }, "spec": spec
+    }))?;
+    chaos_api(client, ns).create(&PostParams::default(), &obj).await?;
+    Ok(())
+}
+
 pub fn foo_resource() -> ApiResource {
     ApiResource::from_gvk(&GroupVersionKind::gvk("samplecontroller.k8s.io", "v1alpha1", "Foo"))
 }
