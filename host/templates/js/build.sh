@@ -11,6 +11,7 @@
 # newer than every input. Needs node >= 18 and npm. On failure it prints one line (the full tool
 # output is in dist/build.log).
 #
+# KWOP_JS_TOOLCHAIN_ONLY=1 only installs the toolchain and links node_modules (for tsc and tests).
 # KWOP_JS_DISABLE: WASI features left out (default "random clocks http fetch-event"). stdio stays
 # in so console.log and uncaught errors reach the host's log; add "stdio" for a component that
 # imports nothing but kwop:reconciler. KWOP_JS_ENGINE=quickjs uses jco's QuickJS backend.
@@ -58,6 +59,8 @@ if [ ! -x "$tc/node_modules/.bin/componentize-js" ] || [ ! -f "$tc/.complete" ];
 fi
 # node_modules here is the shared install (for editors, tsc and `npm test`), unless there is one.
 [ -e "$here/node_modules" ] || ln -s "$tc/node_modules" "$here/node_modules"
+# KWOP_JS_TOOLCHAIN_ONLY=1: stop here (the toolchain is installed and linked, nothing is built).
+[ -z "${KWOP_JS_TOOLCHAIN_ONLY:-}" ] || exit 0
 
 # The helper module kwop.js (the world's exports, an Outcome builder, a fake cache): a plugin
 # made by `kwop plugin new` has its copy in src/; kwop's own guest-foo uses the repository's
