@@ -21,6 +21,7 @@ pub mod procs;
 pub mod registry;
 pub mod scaffolds;
 pub mod wait;
+pub mod wat_plugin;
 
 pub use host::Host;
 pub use plane::{ControlPlane, Mode};

@@ -30,6 +30,10 @@ pub enum LoadError {
     /// Not a WebAssembly component (truncated, corrupt, a core module, not wasm at all).
     #[error("not a valid WebAssembly component: {0}")]
     NotAComponent(String),
+    /// A valid component that declares more than the host's sandbox allows (e.g. a table larger
+    /// than the pool's slots, more memories than an instance may have).
+    #[error("component exceeds the host's sandbox limits: {0}")]
+    OverLimits(String),
     /// A component, but not of the `kwop:reconciler@0.1.x` world.
     #[error("component does not implement the kwop:reconciler@0.1.0 world: {0}")]
     WrongWorld(String),
@@ -47,6 +51,7 @@ impl LoadError {
         match self {
             LoadError::Read { .. } => "read",
             LoadError::NotAComponent(_) => "not_a_component",
+            LoadError::OverLimits(_) => "over_limits",
             LoadError::WrongWorld(_) => "wrong_world",
             LoadError::Info(_) => "info_failed",
             LoadError::InvalidInfo(_) => "invalid_info",
@@ -326,7 +331,7 @@ fn compile(engine: &PluginEngine, bytes: &[u8], sha256: &str) -> Result<(Compone
     };
     check_component()?;
     let Some(dir) = engine.config.cache_dir.as_ref() else {
-        let c = Component::new(&engine.engine, bytes).map_err(|e| LoadError::NotAComponent(format!("{e:#}")))?;
+        let c = Component::new(&engine.engine, bytes).map_err(not_loadable)?;
         return Ok((c, false));
     };
     let key = format!("{sha256}-{}", engine.compat_key());
@@ -343,14 +348,25 @@ fn compile(engine: &PluginEngine, bytes: &[u8], sha256: &str) -> Result<(Compone
             tracing::warn!(path = %path.display(), "precompiled cache entry is corrupt, recompiling");
         }
     }
-    let compiled = engine.engine.precompile_component(bytes).map_err(|e| LoadError::NotAComponent(format!("{e:#}")))?;
+    let compiled = engine.engine.precompile_component(bytes).map_err(not_loadable)?;
     if let Err(e) = write_atomically(dir, &path, &compiled)
         .and_then(|_| write_atomically(dir, &sum_path, sha256_hex(&compiled).as_bytes()))
     {
         tracing::warn!(dir = %dir.display(), "cannot write the precompile cache (continuing without): {e}");
     }
-    let c = deserialize(engine, &compiled).map_err(|e| LoadError::NotAComponent(format!("{e:#}")))?;
+    let c = deserialize(engine, &compiled).map_err(not_loadable)?;
     Ok((c, false))
+}
+
+/// A compile or load error: over the host's limits (the pooling allocator refuses what a module
+/// declares; wasmtime has no typed error for it), or not a usable component.
+fn not_loadable(e: wasmtime::Error) -> LoadError {
+    let msg = format!("{e:#}");
+    if msg.contains("pooling allocator") {
+        LoadError::OverLimits(msg)
+    } else {
+        LoadError::NotAComponent(msg)
+    }
 }
 
 #[allow(unsafe_code)]
