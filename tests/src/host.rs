@@ -45,6 +45,19 @@ impl Host {
         extra: &[&str],
         wait_ready: bool,
     ) -> Result<Host> {
+        Self::start_with_env(bin, plane, kubeconfig, plugins, extra, &[], wait_ready)
+    }
+
+    /// Like [`Host::start_with_kubeconfig`] with more environment variables for kwop.
+    pub fn start_with_env(
+        bin: &str,
+        plane: &ControlPlane,
+        kubeconfig: &Path,
+        plugins: &Path,
+        extra: &[&str],
+        env: &[(&str, &str)],
+        wait_ready: bool,
+    ) -> Result<Host> {
         let port = free_port()?;
         static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -61,7 +74,9 @@ impl Host {
             format!("--cache-dir={}", cache.display()),
         ];
         args.extend(extra.iter().map(|s| s.to_string()));
-        let proc = Proc::spawn("kwop", Path::new(bin), &args, &log, &[("KWOP_LOG", "info,kwop=debug")])?;
+        let mut envs = vec![("KWOP_LOG", "info,kwop=debug")];
+        envs.extend_from_slice(env);
+        let proc = Proc::spawn("kwop", Path::new(bin), &args, &log, &envs)?;
         Self::attach(proc, port, wait_ready)
     }
 

@@ -1,5 +1,6 @@
 //! A plugin can never wedge, starve or outlive the host (issue 12), on a real control plane: a
-//! plugin that sleeps beside guest-foo, and a leader frozen past its lease.
+//! plugin that sleeps beside guest-foo, a call stuck for real, a file removed while it loads, and
+//! a leader frozen past its lease.
 
 mod common;
 
@@ -137,6 +138,53 @@ async fn a_sleeping_plugin_beside_guest_foo_holds_nothing() -> anyhow::Result<()
     let took = term.elapsed();
     assert!(took < grace + Duration::from_secs(2), "SIGTERM took {took:?}");
     assert!(host.log().contains("leader lease released"), "{}", host.proc.tail(20));
+    assert_eq!(lease_holder(plane, &ns, "kwop-leader"), "", "lease released");
+    Ok(())
+}
+
+/// With the interruption machinery broken (`KWOP_FAULT=stop-epoch`: the epoch never advances), a
+/// looping plugin really holds a thread. The caller still gives up at deadline + grace, `/healthz`
+/// fails and names the stuck call (so the kubelet restarts the pod), `/plugins` and a metric count
+/// it, and SIGTERM still exits within the grace and releases the lease.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stuck_call_fails_healthz_and_does_not_hold_the_stop() -> anyhow::Result<()> {
+    let plane = ControlPlane::shared(Mode::Api)?;
+    let ns = plane.namespace("stuck")?;
+    let dir = plugins::folder(&[("guest-foo.wasm", plugins::GUEST_FOO), ("chaos.wasm", plugins::CHAOS)])?;
+    let args = [
+        format!("--namespace={ns}"),
+        "--plugin-timeout=300ms".into(),
+        "--shutdown-grace=3s".into(),
+        "--leader-elect".into(),
+        format!("--leader-election-namespace={ns}"),
+    ];
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut host =
+        Host::start_with_env(KWOP, plane, &plane.kubeconfig, &dir, &args, &[("KWOP_FAULT", "stop-epoch")], true)?;
+    let client = plane.client().await?;
+    create_foo(&client, &ns, "foo-a", "dep-a", Some(1)).await?;
+    deployment_where(&client, &ns, "dep-a", "guest-foo reconciles", |_| true).await?;
+    assert_eq!(http_get(host.port, "/healthz")?.0, 200, "nothing stuck yet");
+
+    create_chaos(&client, &ns, "looper", json!({ "mode": "loop" })).await?;
+    let ev = event_with_reason(&client, &ns, "looper", "ReconcilePluginFailed").await?;
+    assert!(ev.note.unwrap_or_default().contains("deadline of 300ms"), "the caller gave up at the deadline");
+    let body = wait::until("/healthz to fail", Duration::from_secs(10), || async {
+        let (code, body) = http_get(host.port, "/healthz").map_err(|e| e.to_string())?;
+        Ok((code == 503).then_some(body))
+    })
+    .await?;
+    assert!(body.contains("stuck past deadline and grace") && body.contains("chaos"), "{body}");
+    let chaos = plugin_entry(&host, "chaos")?.ok_or_else(|| anyhow::anyhow!("chaos not in /plugins"))?;
+    assert!(chaos["calls_stuck"].as_u64() >= Some(1), "{chaos}");
+    assert!(host.metric("kwop_plugin_calls_stuck", &[("plugin", "chaos")])? >= 1.0);
+
+    let me = identity(&host)?;
+    assert_eq!(lease_holder(plane, &ns, "kwop-leader"), me);
+    let term = Instant::now();
+    host.proc.stop(Duration::from_secs(30));
+    let took = term.elapsed();
+    assert!(took < Duration::from_secs(5), "SIGTERM took {took:?}");
     assert_eq!(lease_holder(plane, &ns, "kwop-leader"), "", "lease released");
     Ok(())
 }

@@ -79,3 +79,84 @@ async fn several_memories_and_a_big_table_count_against_one_limit() -> anyhow::R
     assert_eq!(http_get(host.port, "/healthz")?.0, 200);
     Ok(())
 }
+
+/// `info()` runs under the most generous configured limits (the plugin's name is not known before
+/// it returns), but a plugin is then held to its own: another plugin's larger limit lets nobody
+/// else through.
+#[tokio::test(flavor = "multi_thread")]
+async fn info_obeys_the_plugins_own_limits() -> anyhow::Result<()> {
+    let plane = ControlPlane::shared(Mode::Api)?;
+    let ns = plane.namespace("info-limits")?;
+    let dir = kwop_tests::plugins::folder(&[("slow.wasm", kwop_tests::plugins::CHAOS_SLOW_INFO)])?;
+    // 40 MiB of memory at instantiation: within the 64 MiB ceiling, over its own 16 MiB.
+    write(&dir, "fat.wasm", &WatPlugin { extra_memories: vec![40 * MIB], ..WatPlugin::chaos("wat-fat") })?;
+    write(&dir, "slim.wasm", &WatPlugin { extra_memories: vec![4 * MIB], ..WatPlugin::chaos("wat-slim") })?;
+    let flags = [
+        format!("--namespace={ns}"),
+        "--plugin-memory=16Mi".into(),
+        // Generous limits for someone else: the ceiling info() runs under.
+        "--plugin-limit=someone-else:memory=64Mi,timeout=30s".into(),
+    ];
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let host = host(plane, &dir, &flags)?;
+    let p = plugins_json(host.port)?;
+    let rejected = |file: &str| p["rejected_files"][file].as_str().unwrap_or_default().to_string();
+    let why = rejected("fat.wasm");
+    assert!(why.contains("info() failed: plugin exceeded its memory limit of 16777216 bytes"), "{why}\n{p}");
+    // chaos-slow-info computes for seconds in info(); its own deadline is the default 1 s.
+    let why = rejected("slow.wasm");
+    assert!(why.contains("info() failed: plugin exceeded its deadline of 1s"), "{why}\n{p}");
+    let names: Vec<&str> = p["plugins"].as_array().into_iter().flatten().filter_map(|e| e["name"].as_str()).collect();
+    assert_eq!(names, ["wat-slim"], "{p}");
+    Ok(())
+}
+
+/// Polls `/plugins` while `n` looping Chaos objects run: the most calls in flight at once and the
+/// most budget reserved.
+async fn peak_concurrency(budget: &str, n: usize) -> anyhow::Result<(u64, u64)> {
+    let plane = ControlPlane::shared(Mode::Api)?;
+    let ns = plane.namespace("budget")?;
+    let dir = kwop_tests::plugins::folder(&[("chaos.wasm", kwop_tests::plugins::CHAOS)])?;
+    let flags = [
+        format!("--namespace={ns}"),
+        "--workers=4".into(),
+        "--plugin-memory=16Mi".into(),
+        "--plugin-timeout=400ms".into(),
+        format!("--plugin-memory-budget={budget}"),
+    ];
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let host = host(plane, &dir, &flags)?;
+    let client = plane.client().await?;
+    for i in 0..n {
+        create_chaos(&client, &ns, &format!("loop-{i}"), json!({ "mode": "loop" })).await?;
+    }
+    let (mut calls, mut reserved) = (0, 0);
+    let start = std::time::Instant::now();
+    while start.elapsed() < std::time::Duration::from_secs(3) {
+        let p = plugins_json(host.port)?;
+        calls = calls.max(p["calls"].as_array().map_or(0, |c| c.len() as u64));
+        reserved = reserved.max(p["plugin_memory_reserved_bytes"].as_u64().unwrap_or(0));
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    // Every looper hit its own deadline: waiting for the budget does not count against it.
+    for i in 0..n {
+        let ev = event_with_reason(&client, &ns, &format!("loop-{i}"), "ReconcilePluginFailed").await?;
+        let note = ev.note.unwrap_or_default();
+        assert!(note.contains("deadline of 400ms"), "loop-{i}: {note}");
+    }
+    Ok((calls, reserved))
+}
+
+/// The host-wide plugin memory budget makes calls wait for their share: with room for one
+/// instance (16 MiB + its 2 MiB stack in 20 MiB), four workers run one call at a time; with room
+/// for four, they run together.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_memory_budget_makes_reconciles_wait() -> anyhow::Result<()> {
+    let (calls, reserved) = peak_concurrency("20Mi", 4).await?;
+    assert_eq!(calls, 1, "one call at a time in a budget for one");
+    assert!(reserved > 0 && reserved <= 20 << 20, "reserved {reserved}");
+    let (calls, reserved) = peak_concurrency("80Mi", 4).await?;
+    assert!(calls >= 2, "calls run together when the budget has room ({calls})");
+    assert!(reserved > 18 << 20, "reserved {reserved}");
+    Ok(())
+}

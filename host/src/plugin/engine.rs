@@ -11,6 +11,10 @@ use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConf
 
 pub use super::limits::Limits;
 
+/// Fault injection for tests: `KWOP_FAULT=stop-epoch` never advances the epoch.
+const FAULT_ENV: &str = "KWOP_FAULT";
+const FAULT_STOP_EPOCH: &str = "stop-epoch";
+
 /// How often the epoch advances.
 pub const EPOCH_TICK: Duration = Duration::from_millis(5);
 /// Every this many ticks a running guest yields to the executor and its deadline is checked.
@@ -136,13 +140,19 @@ impl PluginEngine {
         }
         let engine = Engine::new(&c).map_err(|e| anyhow::anyhow!("{e:#}"))?;
         let weak = engine.weak();
-        std::thread::Builder::new().name("kwop-epoch".into()).spawn(move || loop {
-            std::thread::sleep(EPOCH_TICK);
-            match weak.upgrade() {
-                Some(e) => e.increment_epoch(),
-                None => return,
-            }
-        })?;
+        if std::env::var_os(FAULT_ENV).is_some_and(|v| v == FAULT_STOP_EPOCH) {
+            // Fault injection (tests): the interruption machinery broken, so a looping plugin
+            // really gets stuck and `/healthz` must say so.
+            tracing::warn!("{FAULT_ENV}={FAULT_STOP_EPOCH}: the epoch never advances, deadlines are not enforced inside plugin code (fault injection for tests; never set it in production)");
+        } else {
+            std::thread::Builder::new().name("kwop-epoch".into()).spawn(move || loop {
+                std::thread::sleep(EPOCH_TICK);
+                match weak.upgrade() {
+                    Some(e) => e.increment_epoch(),
+                    None => return,
+                }
+            })?;
+        }
         let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).max(2);
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(threads)
