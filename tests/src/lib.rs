@@ -11,6 +11,7 @@
 //! - [`registry::Registry`]: a real OCI registry (distribution) on loopback; [`image`]: OCI image
 //!   layouts unpacked and run as a container runtime would.
 
+pub mod audit;
 pub mod bench;
 pub mod certs;
 pub mod host;

@@ -183,7 +183,7 @@ impl ControlPlane {
                 "--disable-admission-plugins=ServiceAccount".into(),
                 "--endpoint-reconciler-type=none".into(),
                 "--profiling=false".into(),
-                format!("--audit-policy-file={}", audit_policy(&dir)?.display()),
+                format!("--audit-policy-file={}", crate::audit::policy(&dir)?.display()),
                 format!("--audit-log-path={}", dir.join("audit.log").display()),
                 "--audit-log-format=json".into(),
             ],
@@ -197,21 +197,15 @@ impl ControlPlane {
         Ok(p)
     }
 
-    /// Writes the API server served (its audit log, every create/update/patch/delete at
-    /// Metadata level) whose user agent contains `user_agent`, as (verb, resource, name). Empty
-    /// on an external cluster (no audit log of ours).
+    /// Writes the API server served whose user agent contains `user_agent`, as (verb,
+    /// resource, name) (see [`crate::audit`]).
     pub fn audited_writes(&self, user_agent: &str) -> Result<Vec<(String, String, String)>> {
-        let text = std::fs::read_to_string(self.dir.join("audit.log")).unwrap_or_default();
-        Ok(text
-            .lines()
-            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-            .filter(|e| e["stage"] == "ResponseComplete")
-            .filter(|e| e["userAgent"].as_str().is_some_and(|u| u.contains(user_agent)))
-            .map(|e| {
-                let s = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_string();
-                (s(&e["verb"]), s(&e["objectRef"]["resource"]), s(&e["objectRef"]["name"]))
-            })
-            .collect())
+        Ok(crate::audit::writes(&self.dir, user_agent).into_iter().map(|w| (w.verb, w.resource, w.name)).collect())
+    }
+
+    /// Writes the API server served whose user agent contains `user_agent`, with its answers.
+    pub fn audited(&self, user_agent: &str) -> Vec<crate::audit::AuditedWrite> {
+        crate::audit::writes(&self.dir, user_agent)
     }
 
     fn define(&self, name: &str, program: &Path, args: Vec<String>) {
@@ -519,13 +513,3 @@ status:
   allocatable: {cpu: "64", memory: 256Gi, pods: "1000"}
   capacity: {cpu: "64", memory: 256Gi, pods: "1000"}
 "#;
-
-/// An audit policy recording every write (not reads: they would fill the disk) at Metadata level.
-fn audit_policy(dir: &Path) -> Result<PathBuf> {
-    let path = dir.join("audit-policy.yaml");
-    std::fs::write(
-        &path,
-        "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n  verbs: [create, update, patch, delete, deletecollection]\n- level: None\n",
-    )?;
-    Ok(path)
-}

@@ -50,7 +50,13 @@ impl WatPlugin {
         let mut resolve = wit_parser::Resolve::default();
         let pkg = resolve.push_str(&wit_path, &wit)?;
         let world = resolve.select_world(&[pkg], Some("reconciler"))?;
-        wit_component::embed_component_metadata(&mut module, &resolve, world, wit_component::StringEncoding::UTF8, false)?;
+        wit_component::embed_component_metadata(
+            &mut module,
+            &resolve,
+            world,
+            wit_component::StringEncoding::UTF8,
+            false,
+        )?;
         wit_component::ComponentEncoder::default().validate(true).module(&module)?.encode()
     }
 
@@ -75,7 +81,7 @@ impl WatPlugin {
             info.extend(len.to_le_bytes());
         }
         info.extend([0u8; 16]); // owns and reads: empty lists
-        // result<outcome, failure>: discriminant 1 at 0, failure at 8 { message, events, retry }.
+                                // result<outcome, failure>: discriminant 1 at 0, failure at 8 { message, events, retry }.
         let mut failure = vec![1u8, 0, 0, 0, 0, 0, 0, 0];
         failure.extend(message.0.to_le_bytes());
         failure.extend(message.1.to_le_bytes());

@@ -136,3 +136,41 @@ async fn warnings_are_truncated_to_1kib_and_a_changing_one_is_rate_limited() -> 
     assert!((1..=26).contains(&n), "{n} Changing events");
     Ok(())
 }
+
+/// A delete carries the UID *and* the resourceVersion the plugin saw: an object changed while the
+/// plugin was deciding is not deleted on that stale view (409), and the retry, on the new view,
+/// deletes it. Counted at the API server.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_delete_decided_on_a_stale_view_is_refused_then_redone() -> anyhow::Result<()> {
+    let (plane, ns, host, client) = chaos_host("findings-delete", &["--plugin-limit=chaos:timeout=30s"]).await?;
+    create_chaos(&client, &ns, "del", json!({ "mode": "ok" })).await?;
+    let cms: kube::Api<k8s_openapi::api::core::v1::ConfigMap> = kube::Api::namespaced(client.clone(), &ns);
+    wait::until("the chaos ConfigMap", Duration::from_secs(30), || async {
+        Ok(cms.get_opt("del").await.map_err(|e| e.to_string())?.map(|_| ()))
+    })
+    .await?;
+    // The next reconcile works for a few seconds, then deletes it; meanwhile someone labels it.
+    let mode = json!({ "spec": { "mode": "slow-delete", "work": 2_000_000_000u64 } });
+    chaos_api(&client, &ns).patch("del", &PatchParams::default(), &Patch::Merge(&mode)).await?;
+    wait::until("the slow call to be running", Duration::from_secs(30), || async {
+        let p: Value = serde_json::from_str(&http_get(host.port, "/plugins").map_err(|e| e.to_string())?.1)
+            .map_err(|e| e.to_string())?;
+        let calls = p["calls"].as_array().cloned().unwrap_or_default();
+        Ok(calls.iter().any(|c| c["object"] == format!("{ns}/del")).then_some(()))
+    })
+    .await?;
+    let label = json!({ "metadata": { "labels": { "touched": "by-hand" } } });
+    cms.patch("del", &PatchParams::default(), &Patch::Merge(&label)).await?;
+    wait::until("the ConfigMap to be deleted", Duration::from_secs(60), || async {
+        Ok(cms.get_opt("del").await.map_err(|e| e.to_string())?.is_none().then_some(()))
+    })
+    .await?;
+    let codes: Vec<u16> = plane
+        .audited("")
+        .into_iter()
+        .filter(|w| w.verb == "delete" && w.resource == "configmaps" && w.namespace == ns && w.name == "del")
+        .map(|w| w.code)
+        .collect();
+    assert_eq!(codes, [409, 200], "the stale delete is refused, the retry goes through");
+    Ok(())
+}

@@ -63,7 +63,9 @@ async fn a_lost_lease_is_not_queued_behind_a_slow_compile() -> anyhow::Result<()
 
     // Someone else takes the lease.
     let t = now_micro()?;
-    let patch = format!(r#"{{"spec":{{"holderIdentity":"intruder","acquireTime":"{t}","renewTime":"{t}","leaseDurationSeconds":3600}}}}"#);
+    let patch = format!(
+        r#"{{"spec":{{"holderIdentity":"intruder","acquireTime":"{t}","renewTime":"{t}","leaseDurationSeconds":3600}}}}"#
+    );
     plane.kubectl_output(&["patch", "lease", "kwop-leader", "-n", &ns, "--type=merge", "-p", &patch])?;
     let stolen = Instant::now();
     wait::until("guest-foo's controller to stop", Duration::from_secs(10), || async {

@@ -53,7 +53,8 @@ async fn several_memories_and_a_big_table_count_against_one_limit() -> anyhow::R
     let host = host(plane, &dir, &[&format!("--namespace={ns}"), "--plugin-memory=32Mi"])?;
 
     let p = plugins_json(host.port)?;
-    let mut names: Vec<&str> = p["plugins"].as_array().into_iter().flatten().filter_map(|e| e["name"].as_str()).collect();
+    let mut names: Vec<&str> =
+        p["plugins"].as_array().into_iter().flatten().filter_map(|e| e["name"].as_str()).collect();
     names.sort_unstable();
     assert_eq!(names, ["wat-grow", "wat-two"], "{p}");
     let rejected = |file: &str| p["rejected_files"][file].as_str().unwrap_or_default().to_string();

@@ -275,9 +275,9 @@ impl Applier {
         Ok(Write::Written)
     }
 
-    /// Deletes an object if it still is the one observed: same UID and resourceVersion (a newer
-    /// version than the cache's — changed by someone since — is a 409 and a retry, never a
-    /// delete decided on stale data). Already gone is fine.
+    /// Deletes an object if it still is the one observed: same UID and resourceVersion (the
+    /// version the plugin saw, see `controller::seen`; one changed by someone since is a 409 and
+    /// a retry, never a delete decided on stale data). Already gone is fine.
     pub async fn delete(
         &self,
         r: &Resolved,

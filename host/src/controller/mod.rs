@@ -9,6 +9,7 @@ mod pacer;
 pub mod queue;
 pub mod reads;
 mod reconcile;
+mod seen;
 
 use crate::apply::Applier;
 use crate::kinds::Gvk;

@@ -1,6 +1,7 @@
 //! The spine of one reconcile: snapshot → plugin call → decode → fence → writes → report → next.
 
 use super::reads::RecordingCache;
+use super::seen::Seen;
 use super::Inner;
 use crate::apply::{Applier, Write};
 use crate::outcome::{
@@ -67,13 +68,13 @@ impl Inner {
         }
         let uid = primary.metadata.uid.clone().unwrap_or_default();
         let ns = primary.metadata.namespace.clone();
-        let owned = plugin
-            .info
-            .owns
-            .iter()
-            .flat_map(|g| self.caches.controlled_by(g, ns.as_deref(), &uid))
-            .map(|o| to_json(&o))
-            .collect();
+        let (mut owned, mut seen) = (Vec::new(), Seen::default());
+        for g in &plugin.info.owns {
+            for o in self.caches.controlled_by(g, ns.as_deref(), &uid) {
+                seen.record(g, &o);
+                owned.push(to_json(&o));
+            }
+        }
         let req = wit::Request { primary: to_json(&primary), owned };
 
         // The call: admitted against the engine's instance slots and memory budget, run on the
@@ -126,7 +127,7 @@ impl Inner {
             Err(r) => return self.rejected(&primary, name, r).await,
         };
         let (apply_ns, observed_apply, delete_ns, observed_delete) =
-            match self.fence(&primary, &plugin.info, &outcome, &uid).await {
+            match self.fence(&primary, &plugin.info, &outcome, &uid, &seen).await {
                 Ok(v) => v,
                 Err(Ok(r)) => return self.rejected(&primary, name, r).await,
                 Err(Err(e)) => return self.write_failed(&primary, name, "get", e).await,
@@ -191,6 +192,7 @@ impl Inner {
         info: &crate::plugin::PluginInfo,
         outcome: &Outcome,
         uid: &str,
+        seen: &Seen,
     ) -> Result<
         (Vec<Option<String>>, Vec<Option<DynamicObject>>, Vec<Option<String>>, Vec<Option<DynamicObject>>),
         Result<Rejection, kube::Error>,
@@ -242,7 +244,10 @@ impl Inner {
             .delete
             .iter()
             .zip(&delete_ns)
-            .map(|(d, ns)| caches.kind(&d.gvk).and_then(|k| k.get(ns.as_deref(), &d.name)).map(|o| (*o).clone()))
+            .map(|(d, ns)| {
+                let cached = caches.kind(&d.gvk).and_then(|k| k.get(ns.as_deref(), &d.name)).map(|o| (*o).clone());
+                seen.as_seen(&d.gvk, ns.as_deref(), &d.name, cached)
+            })
             .collect();
         Ok((apply_ns, observed_apply, delete_ns, observed_delete))
     }

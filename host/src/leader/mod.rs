@@ -170,7 +170,10 @@ async fn run(
             }
             Ok(Ok(Try::HeldBy(holder))) => {
                 if leading {
-                    tracing::warn!(holder, "the leader lease is held by another replica; stopped writing and stepping down");
+                    tracing::warn!(
+                        holder,
+                        "the leader lease is held by another replica; stopped writing and stepping down"
+                    );
                     leadership.revoke();
                     leading = false;
                     let _ = tx.send(false);

@@ -8,7 +8,7 @@ wit_bindgen::generate!({ path: "../../../wit", world: "reconciler" });
 
 use kwop::reconciler::cache;
 use kwop::reconciler::log::{log, Level};
-use kwop::reconciler::types::{Event, EventType, Gvk};
+use kwop::reconciler::types::{Event, EventType, Gvk, ObjectRef};
 use serde_json::{json, Value};
 
 struct Chaos;
@@ -214,6 +214,22 @@ impl Guest for Chaos {
                     seen += cache::query(&kind, None, None).len();
                 }
                 ok(vec![cm(&target, None, data)], json!({ "phase": "queried", "seen": seen }))
+            }
+            // Works for spec.work rounds, then deletes the ConfigMap it owns (the object may
+            // have changed during the call: the delete must then be refused, not go through).
+            "slow-delete" => {
+                std::hint::black_box(work(primary.pointer("/spec/work").and_then(Value::as_u64).unwrap_or(0)));
+                Ok(Outcome {
+                    apply: vec![],
+                    delete: vec![ObjectRef {
+                        gvk: Gvk { group: "".into(), version: "v1".into(), kind: "ConfigMap".into() },
+                        namespace: None,
+                        name: target,
+                    }],
+                    status: Some(json!({ "phase": "deleting" }).to_string()),
+                    events: vec![],
+                    requeue_after_ms: None,
+                })
             }
             // The status is whatever spec.status says (to drop a field between two versions).
             "status" => ok(vec![], primary.pointer("/spec/status").cloned().unwrap_or(json!({}))),

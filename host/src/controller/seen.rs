@@ -1,0 +1,63 @@
+//! The versions a plugin saw: the resourceVersion of every owned object in its request, so a
+//! delete it decided is preconditioned on that view. An object changed during the call is then
+//! refused by the API server (409, retried on the new view), never deleted on a stale decision.
+
+use crate::kinds::Gvk;
+use kube::api::DynamicObject;
+use std::collections::HashMap;
+
+type Key = (Gvk, Option<String>, String);
+
+/// resourceVersions by (kind, namespace, name), as the plugin's request carried them.
+#[derive(Debug, Default)]
+pub(crate) struct Seen(HashMap<Key, String>);
+
+impl Seen {
+    /// Remembers `o` (of kind `gvk`) as the plugin sees it.
+    pub(crate) fn record(&mut self, gvk: &Gvk, o: &DynamicObject) {
+        if let (Some(name), Some(rv)) = (&o.metadata.name, &o.metadata.resource_version) {
+            self.0.insert((gvk.clone(), o.metadata.namespace.clone(), name.clone()), rv.clone());
+        }
+    }
+
+    /// `observed` (the cache now) carrying the resourceVersion the plugin saw, if it saw it.
+    pub(crate) fn as_seen(
+        &self,
+        gvk: &Gvk,
+        namespace: Option<&str>,
+        name: &str,
+        observed: Option<DynamicObject>,
+    ) -> Option<DynamicObject> {
+        let mut o = observed?;
+        if let Some(rv) = self.0.get(&(gvk.clone(), namespace.map(str::to_string), name.to_string())) {
+            o.metadata.resource_version = Some(rv.clone());
+        }
+        Some(o)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cm(rv: &str) -> DynamicObject {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": { "name": "a", "namespace": "ns", "resourceVersion": rv, "uid": "u" }
+        }))
+        .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn a_seen_object_keeps_the_version_the_plugin_saw() {
+        let g = Gvk::from_api_version("v1", "ConfigMap");
+        let mut s = Seen::default();
+        s.record(&g, &cm("1"));
+        let o = s.as_seen(&g, Some("ns"), "a", Some(cm("2")));
+        assert_eq!(o.and_then(|o| o.metadata.resource_version).as_deref(), Some("1"));
+        // Not in the request: the cache's version.
+        let o = s.as_seen(&g, Some("ns"), "b", Some(cm("2")));
+        assert_eq!(o.and_then(|o| o.metadata.resource_version).as_deref(), Some("2"));
+        assert!(s.as_seen(&g, Some("ns"), "a", None).is_none(), "gone: nothing to delete");
+    }
+}
