@@ -19,6 +19,7 @@ pub mod image;
 pub mod plane;
 pub mod plugins;
 pub mod procs;
+pub mod proxy;
 pub mod registry;
 pub mod scaffolds;
 pub mod wait;

@@ -6,7 +6,8 @@ mod common;
 use common::*;
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{Api, ListParams};
-use kwop_tests::{host::http_get, plugins, wait, ControlPlane, Mode};
+use kwop_tests::proxy::Proxy;
+use kwop_tests::{host::http_get, plugins, wait, ControlPlane, Host, Mode};
 use std::time::Duration;
 
 async fn create_with_retry(client: &kube::Client, ns: &str, i: usize) -> anyhow::Result<()> {
@@ -95,5 +96,49 @@ async fn apiserver_and_etcd_restarts_lose_nothing_and_duplicate_nothing() -> any
     assert!((100.0..=105.0).contains(&applies), "Deployment applies: {applies}");
     let statuses = host.metric("kwop_writes_total", &[("op", "status")])?;
     assert!((100.0..=105.0).contains(&statuses), "status writes: {statuses}");
+    Ok(())
+}
+
+/// Changes made while the host could not see the API server are reconciled from the relist, not
+/// from the store before it, and without waiting for a resync (it is off): a Foo scaled while
+/// the host was blind gets its Deployment scaled, and a Deployment deleted meanwhile comes back.
+/// The API server restarts while the host is cut off, so its watches cannot resume and must
+/// relist.
+#[tokio::test(flavor = "multi_thread")]
+async fn changes_made_while_the_host_was_blind_are_reconciled_from_the_relist() -> anyhow::Result<()> {
+    let plane = ControlPlane::start(Mode::Api)?;
+    let ns = plane.namespace("relist")?;
+    let dir = plugins::folder(&[("guest-foo.wasm", plugins::GUEST_FOO)])?;
+    let proxy = Proxy::start(Proxy::upstream_of(&plane.kubeconfig)?)?;
+    let kubeconfig = proxy.kubeconfig(&plane.kubeconfig, plane.dir.join("kubeconfig-proxy"))?;
+    let flags = [format!("--namespace={ns}"), "--resync-period=0".into()];
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let host = Host::start_with_kubeconfig(KWOP, &plane, &kubeconfig, &dir, &flags, true)?;
+    let client = plane.client().await?;
+    for n in ["a", "b"] {
+        create_foo(&client, &ns, n, &format!("dep-{n}"), Some(1)).await?;
+        deployment_where(&client, &ns, &format!("dep-{n}"), "reconciled", |d| {
+            d.spec.as_ref().and_then(|s| s.replicas) == Some(1)
+        })
+        .await?;
+    }
+
+    proxy.cut();
+    readyz(host.port, 503, "/readyz to report the outage").await?;
+    set_replicas(&client, &ns, "a", 3).await?;
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), &ns);
+    deployments.delete("dep-b", &Default::default()).await?;
+    deployment_gone(&client, &ns, "dep-b", "deleted by hand").await?;
+    plane.stop_component("kube-apiserver");
+    plane.start_component("kube-apiserver")?;
+    proxy.restore();
+
+    let client = plane.client().await?;
+    deployment_where(&client, &ns, "dep-a", "the change made while blind", |d| {
+        d.spec.as_ref().and_then(|s| s.replicas) == Some(3)
+    })
+    .await?;
+    deployment_where(&client, &ns, "dep-b", "the Deployment deleted while blind is back", |_| true).await?;
+    readyz(host.port, 200, "ready again").await?;
     Ok(())
 }
