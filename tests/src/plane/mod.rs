@@ -1,8 +1,11 @@
 //! A local control plane (or an existing cluster) for tests and the dev cluster.
 
+mod access;
+mod full;
+
 use crate::certs::{self, Pki};
 use crate::procs::{free_port, Proc};
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, bail, Result};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -269,190 +272,9 @@ impl ControlPlane {
         }
     }
 
-    /// Runs kubectl against this plane; returns stdout or an error with stderr.
-    pub fn kubectl_output(&self, args: &[&str]) -> Result<String> {
-        let out = Command::new(self.bin.join("kubectl"))
-            .arg(format!("--kubeconfig={}", self.kubeconfig.display()))
-            .args(args)
-            .output()
-            .context("cannot run kubectl")?;
-        if out.status.success() {
-            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-        } else {
-            bail!("kubectl {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim())
-        }
-    }
-
-    /// kubectl with YAML on stdin.
-    pub fn kubectl_stdin(&self, args: &[&str], input: &str) -> Result<String> {
-        use std::io::Write;
-        let mut child = Command::new(self.bin.join("kubectl"))
-            .arg(format!("--kubeconfig={}", self.kubeconfig.display()))
-            .args(args)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .context("cannot run kubectl")?;
-        child.stdin.take().ok_or_else(|| anyhow!("no stdin"))?.write_all(input.as_bytes())?;
-        let out = child.wait_with_output()?;
-        if out.status.success() {
-            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-        } else {
-            bail!("kubectl {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim())
-        }
-    }
-
-    /// Applies the project's CRDs and the test CRDs, and waits until they are served.
-    pub fn install_crds(&self) -> Result<()> {
-        for dir in [crate::repo_root().join("crds"), crate::repo_root().join("tests/crds")] {
-            if !dir.is_dir() {
-                continue;
-            }
-            let mut files: Vec<_> = std::fs::read_dir(&dir)?.flatten().map(|e| e.path()).collect();
-            files.sort();
-            for f in files {
-                let text = std::fs::read_to_string(&f)?;
-                if !text.contains("kind: CustomResourceDefinition") {
-                    continue;
-                }
-                self.kubectl_output(&["apply", "--server-side", "--force-conflicts", "-f", &f.display().to_string()])?;
-                let name = text
-                    .lines()
-                    .skip_while(|l| !l.starts_with("metadata:"))
-                    .find_map(|l| l.trim().strip_prefix("name: "))
-                    .ok_or_else(|| anyhow!("no metadata.name in {}", f.display()))?
-                    .trim()
-                    .to_string();
-                self.kubectl_output(&["wait", "--for=condition=established", "--timeout=60s", &format!("crd/{name}")])?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Adds controller-manager, scheduler and kwok (with a fake node) if not running yet.
-    pub fn ensure(&self, mode: Mode) -> Result<()> {
-        let mut current = self.mode.lock().unwrap_or_else(|e| e.into_inner());
-        if *current >= mode || self.external {
-            return Ok(());
-        }
-        let pki = self.pki.clone().ok_or_else(|| anyhow!("no PKI"))?;
-        let kc = self.kubeconfig.display().to_string();
-        for b in ["kube-controller-manager", "kube-scheduler", "kwok"] {
-            if !self.bin.join(b).is_file() {
-                bail!("{} has no {b} (full mode needs it; run scripts/k8s-bins)", self.bin.display());
-            }
-        }
-        let common = |port: u16| {
-            vec![
-                format!("--kubeconfig={kc}"),
-                format!("--authentication-kubeconfig={kc}"),
-                format!("--authorization-kubeconfig={kc}"),
-                "--leader-elect=false".into(),
-                "--bind-address=127.0.0.1".into(),
-                format!("--secure-port={port}"),
-            ]
-        };
-        let mut kcm = common(free_port()?);
-        kcm.extend([
-            format!("--service-account-private-key-file={}", pki.sa_key.display()),
-            format!("--root-ca-file={}", pki.ca_crt.display()),
-            format!("--cluster-signing-cert-file={}", pki.ca_crt.display()),
-            format!("--cluster-signing-key-file={}", pki.ca_key.display()),
-            "--use-service-account-credentials=false".into(),
-            "--controllers=*".into(),
-            // Faster reactions than the production defaults.
-            "--concurrent-gc-syncs=10".into(),
-        ]);
-        self.define("kube-controller-manager", &self.bin.join("kube-controller-manager"), kcm);
-        self.define("kube-scheduler", &self.bin.join("kube-scheduler"), common(free_port()?));
-        self.define(
-            "kwok",
-            &self.bin.join("kwok"),
-            vec![
-                format!("--kubeconfig={kc}"),
-                format!("--config={}", self.bin.join("kwok-stages.yaml").display()),
-                "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake".into(),
-                "--node-lease-duration-seconds=40".into(),
-                format!("--server-address=127.0.0.1:{}", free_port()?),
-                "--cidr=10.244.0.0/16".into(),
-            ],
-        );
-        for p in ["kube-controller-manager", "kube-scheduler", "kwok"] {
-            self.start_proc(p)?;
-        }
-        // One fake node without taints (sample-controller's Pods have no tolerations).
-        self.kubectl_stdin(&["apply", "--server-side", "-f", "-"], FAKE_NODE)?;
-        let start = Instant::now();
-        loop {
-            for p in ["kube-controller-manager", "kube-scheduler", "kwok"] {
-                self.check_alive(p)?;
-            }
-            let ready = self.kubectl_output(&[
-                "get",
-                "node",
-                "kwok-node-0",
-                "-o",
-                "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}",
-            ]);
-            if matches!(&ready, Ok(s) if s.trim() == "True") {
-                break;
-            }
-            if start.elapsed() > Duration::from_secs(90) {
-                bail!("fake node not Ready after 90s: {ready:?}");
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        }
-        *current = mode;
-        Ok(())
-    }
-
     /// The current mode.
     pub fn mode(&self) -> Mode {
         *self.mode.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// The CA certificate the API server's serving certificate chains to (what a kubelet puts
-    /// in a pod as `ca.crt`); `None` for an external cluster.
-    pub fn ca_crt(&self) -> Option<&Path> {
-        self.pki.as_ref().map(|p| p.ca_crt.as_path())
-    }
-
-    /// A kube client with admin rights.
-    pub async fn client(&self) -> Result<kube::Client> {
-        let kc = kube::config::Kubeconfig::read_from(&self.kubeconfig)?;
-        let cfg = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default()).await?;
-        Ok(kube::Client::try_from(cfg)?)
-    }
-
-    /// A kubeconfig like the admin one, but authenticating with a bearer token (e.g. a
-    /// service account's, from `kubectl create token`).
-    pub fn kubeconfig_with_token(&self, token: &str, file_name: &str) -> Result<PathBuf> {
-        let text = std::fs::read_to_string(&self.kubeconfig)?;
-        let mut kc: serde_yaml::Value = serde_yaml::from_str(&text)?;
-        let users =
-            kc.get_mut("users").and_then(|u| u.as_sequence_mut()).ok_or_else(|| anyhow!("kubeconfig has no users"))?;
-        for u in users.iter_mut() {
-            if let Some(m) = u.as_mapping_mut() {
-                let mut user = serde_yaml::Mapping::new();
-                user.insert("token".into(), token.into());
-                m.insert("user".into(), serde_yaml::Value::Mapping(user));
-            }
-        }
-        let path = self.dir.join(file_name);
-        std::fs::write(&path, serde_yaml::to_string(&kc)?)?;
-        Ok(path)
-    }
-
-    /// Creates a fresh namespace named after the test.
-    pub fn namespace(&self, hint: &str) -> Result<String> {
-        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let clean: String =
-            hint.to_lowercase().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).take(40).collect();
-        let name = format!("{}-{}-{n}", clean.trim_matches('-'), std::process::id() % 100_000);
-        self.kubectl_output(&["create", "namespace", &name])?;
-        Ok(name)
     }
 
     /// Stops a component (SIGTERM, then SIGKILL).
@@ -495,21 +317,3 @@ impl Drop for ControlPlane {
         }
     }
 }
-
-const FAKE_NODE: &str = r#"
-apiVersion: v1
-kind: Node
-metadata:
-  name: kwok-node-0
-  annotations:
-    kwok.x-k8s.io/node: fake
-    node.alpha.kubernetes.io/ttl: "0"
-  labels:
-    kubernetes.io/hostname: kwok-node-0
-    kubernetes.io/os: linux
-    kubernetes.io/arch: amd64
-    type: kwok
-status:
-  allocatable: {cpu: "64", memory: 256Gi, pods: "1000"}
-  capacity: {cpu: "64", memory: 256Gi, pods: "1000"}
-"#;
