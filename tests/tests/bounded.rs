@@ -9,12 +9,8 @@ use kwop_tests::{host::http_get, plugins, wait, ControlPlane, Host, Mode};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
-fn plugins_json(host: &Host) -> anyhow::Result<Value> {
-    Ok(serde_json::from_str(&http_get(host.port, "/plugins")?.1)?)
-}
-
 fn plugin_entry(host: &Host, name: &str) -> anyhow::Result<Option<Value>> {
-    let v = plugins_json(host)?;
+    let v = plugins_json(host.port)?;
     let list = v["plugins"].as_array().cloned().unwrap_or_default();
     Ok(list.into_iter().find(|p| p["name"] == name))
 }
@@ -285,7 +281,7 @@ async fn a_file_removed_while_it_loads_is_not_loaded_and_holds_nothing_up() -> a
     assert!(swap.elapsed() < Duration::from_secs(10), "swap beside a slow load took {:?}", swap.elapsed());
     // Once its load ends, the removed file's plugin is not started.
     tokio::time::sleep(Duration::from_secs(8)).await;
-    assert!(plugin_entry(&h, "chaos-slow-info")?.is_none(), "{}", plugins_json(&h)?);
+    assert!(plugin_entry(&h, "chaos-slow-info")?.is_none(), "{}", plugins_json(h.port)?);
     let log = plain(&h.log());
     assert!(log.contains("removed while it was loading"), "{}", h.proc.tail(20));
     assert!(!log.contains("controller started plugin=chaos-slow-info"), "a removed file's plugin was started");

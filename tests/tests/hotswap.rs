@@ -5,7 +5,7 @@ mod common;
 use common::*;
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{Api, ListParams};
-use kwop_tests::{host::http_get, plugins, wait, ControlPlane, Mode};
+use kwop_tests::{plugins, wait, ControlPlane, Mode};
 use std::collections::BTreeMap;
 use std::os::unix::fs::symlink;
 use std::path::Path;
@@ -15,10 +15,6 @@ const V2_ANNOTATION: &str = "samplecontroller.k8s.io/reconciled-by";
 
 fn is_v2(d: &Deployment) -> bool {
     d.metadata.annotations.as_ref().and_then(|a| a.get(V2_ANNOTATION)).map(String::as_str) == Some("guest-foo-v2")
-}
-
-fn plugins_json(port: u16) -> anyhow::Result<serde_json::Value> {
-    Ok(serde_json::from_str(&http_get(port, "/plugins")?.1)?)
 }
 
 async fn wait_version(port: u16, version: &str) -> anyhow::Result<()> {

@@ -10,7 +10,7 @@ mod common;
 use common::*;
 use kwop_tests::wat_plugin::WatPlugin;
 use kwop_tests::{host::http_get, ControlPlane, Mode};
-use serde_json::{json, Value};
+use serde_json::json;
 use std::path::Path;
 
 const MIB: u32 = 16; // pages per MiB
@@ -20,10 +20,6 @@ fn write(dir: &Path, file: &str, plugin: &WatPlugin) -> anyhow::Result<()> {
     std::fs::write(&tmp, plugin.build()?)?;
     std::fs::rename(&tmp, dir.join(file))?;
     Ok(())
-}
-
-fn plugins_json(port: u16) -> anyhow::Result<Value> {
-    Ok(serde_json::from_str(&http_get(port, "/plugins")?.1)?)
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -192,7 +192,7 @@ impl Inner {
         info: &crate::plugin::PluginInfo,
         outcome: &Outcome,
         uid: &str,
-        seen: &Seen,
+        seen: &Seen<'_>,
     ) -> Result<
         (Vec<Option<String>>, Vec<Option<DynamicObject>>, Vec<Option<String>>, Vec<Option<DynamicObject>>),
         Result<Rejection, kube::Error>,

@@ -4,20 +4,17 @@
 
 use crate::kinds::Gvk;
 use kube::api::DynamicObject;
-use std::collections::HashMap;
+use std::sync::Arc;
 
-type Key = (Gvk, Option<String>, String);
-
-/// resourceVersions by (kind, namespace, name), as the plugin's request carried them.
+/// The owned objects of the plugin's request, as they were shown (shared with the cache: only
+/// looked into when the outcome deletes something).
 #[derive(Debug, Default)]
-pub(crate) struct Seen(HashMap<Key, String>);
+pub(crate) struct Seen<'a>(Vec<(&'a Gvk, Arc<DynamicObject>)>);
 
-impl Seen {
+impl<'a> Seen<'a> {
     /// Remembers `o` (of kind `gvk`) as the plugin sees it.
-    pub(crate) fn record(&mut self, gvk: &Gvk, o: &DynamicObject) {
-        if let (Some(name), Some(rv)) = (&o.metadata.name, &o.metadata.resource_version) {
-            self.0.insert((gvk.clone(), o.metadata.namespace.clone(), name.clone()), rv.clone());
-        }
+    pub(crate) fn record(&mut self, gvk: &'a Gvk, o: &Arc<DynamicObject>) {
+        self.0.push((gvk, o.clone()));
     }
 
     /// `observed` (the cache now) carrying the resourceVersion the plugin saw, if it saw it.
@@ -29,8 +26,11 @@ impl Seen {
         observed: Option<DynamicObject>,
     ) -> Option<DynamicObject> {
         let mut o = observed?;
-        if let Some(rv) = self.0.get(&(gvk.clone(), namespace.map(str::to_string), name.to_string())) {
-            o.metadata.resource_version = Some(rv.clone());
+        let shown = self.0.iter().find(|(g, s)| {
+            *g == gvk && s.metadata.namespace.as_deref() == namespace && s.metadata.name.as_deref() == Some(name)
+        });
+        if let Some((_, s)) = shown {
+            o.metadata.resource_version = s.metadata.resource_version.clone();
         }
         Some(o)
     }
@@ -52,7 +52,7 @@ mod tests {
     fn a_seen_object_keeps_the_version_the_plugin_saw() {
         let g = Gvk::from_api_version("v1", "ConfigMap");
         let mut s = Seen::default();
-        s.record(&g, &cm("1"));
+        s.record(&g, &Arc::new(cm("1")));
         let o = s.as_seen(&g, Some("ns"), "a", Some(cm("2")));
         assert_eq!(o.and_then(|o| o.metadata.resource_version).as_deref(), Some("1"));
         // Not in the request: the cache's version.

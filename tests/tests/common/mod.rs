@@ -133,6 +133,11 @@ pub async fn event_with_reason(client: &Client, ns: &str, object: &str, reason: 
     .await
 }
 
+/// The host's `/plugins` answer.
+pub fn plugins_json(port: u16) -> anyhow::Result<Value> {
+    Ok(serde_json::from_str(&kwop_tests::host::http_get(port, "/plugins")?.1)?)
+}
+
 /// Starts kwop with the given plugins folder.
 pub fn host(plane: &ControlPlane, plugins: &Path, extra: &[&str]) -> anyhow::Result<Host> {
     Host::start(KWOP, plane, plugins, extra, true)
