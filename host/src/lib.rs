@@ -10,7 +10,8 @@
 //! Module map: [`plugin`] runs components; [`outcome`] decodes and fences what they return;
 //! [`watch`] derives watches and caches from a plugin's declaration; [`controller`] is the queue
 //! and the reconcile spine; [`apply`] is the only writer; [`report`] records events;
-//! [`hotswap`] follows the plugin folder; [`leader`] gates controllers on a Lease;
+//! [`source`] is where plugins come from (folder, ReconcilerPlugins, OCI); [`hotswap`] loads
+//! and swaps them; [`leader`] gates controllers on a Lease;
 //! [`telemetry`] serves metrics and probes; [`cli`] is the command line.
 
 pub mod apply;
@@ -23,6 +24,7 @@ pub mod outcome;
 pub mod plugin;
 pub mod report;
 pub mod scaffold;
+pub mod source;
 pub mod schema;
 pub mod telemetry;
 pub mod watch;

@@ -59,8 +59,8 @@ pub(super) fn plugin(cmd: PluginCommand) -> anyhow::Result<ExitCode> {
             }
             (Some(dir), None) => {
                 let engine = engine(&sandbox)?;
-                let crate::hotswap::folder::Scan { files, errors } =
-                    crate::hotswap::folder::scan(&dir).with_context(|| format!("cannot list {}", dir.display()))?;
+                let crate::source::folder::Scan { files, errors } =
+                    crate::source::folder::scan(&dir).with_context(|| format!("cannot list {}", dir.display()))?;
                 let mut out = Vec::new();
                 for (name, st) in files {
                     match LoadedPlugin::load_bytes(&engine, &st.bytes, &st.path, limits(&sandbox)) {

@@ -189,8 +189,8 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
     };
     let shared = Arc::new(Shared { client, metrics: metrics.clone(), health: health.clone(), config });
     let mut supervisor = Supervisor::new(args.plugins.clone(), engine, limits, shared);
-    supervisor.initial_scan().await?;
-    let (tx, rx) = mpsc::channel(64);
+    let (tx, mut rx) = mpsc::channel(64);
+    supervisor.initial_scan(&mut rx).await?;
     let sup = tokio::spawn(supervisor.run(rx));
 
     // Follow the plugin folder. Any event triggers a rescan by content hash.

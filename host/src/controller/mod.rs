@@ -5,6 +5,7 @@
 //! between reconciles (in-flight ones finish on the old version) and re-queues every primary at
 //! a bounded rate; a swap that changes kinds stops this controller and starts a new one.
 
+mod access;
 mod pacer;
 pub mod queue;
 pub mod reads;
@@ -83,6 +84,9 @@ pub enum StartError {
     /// A declared kind is not served.
     #[error(transparent)]
     Discovery(#[from] crate::watch::discovery::DiscoveryError),
+    /// The host's own RBAC does not allow what the plugin needs.
+    #[error("{0}")]
+    Forbidden(String),
 }
 
 /// A change to an object a primary read wakes that primary after this delay, so a burst of
@@ -134,8 +138,15 @@ impl Controller {
             .chain(info.owns.iter().map(|g| (g.clone(), Role::Owned)))
             .chain(info.reads.iter().map(|g| (g.clone(), Role::Read)))
             .collect();
+        let mut resolved = Vec::with_capacity(kinds.len());
         for (gvk, role) in &kinds {
-            let resolved = watch::resolve(&shared.client, gvk).await?;
+            resolved.push((watch::resolve(&shared.client, gvk).await?, *role));
+        }
+        let needs = access::needed(&resolved, ns.as_deref(), &plugin.grants.namespaces);
+        if let Some(denied) = access::first_denied(&shared.client, &needs).await {
+            return Err(StartError::Forbidden(denied));
+        }
+        for ((gvk, role), (resolved, _)) in kinds.iter().zip(resolved) {
             let status_manager = (*role == Role::Primary).then(|| info.field_manager());
             let (cache, stream) = KindCache::start(shared.client.clone(), resolved, ns.as_deref(), status_manager);
             caches.insert(cache);
@@ -364,8 +375,9 @@ impl Inner {
                 _ = tokio::time::sleep(Duration::from_millis(20)) => {}
             }
         }
-        tracing::info!(plugin = %name, "caches synced; starting {} workers", self.shared.config.workers);
-        for _ in 0..self.shared.config.workers.max(1) {
+        let workers_n = self.plugin.load().limits.concurrency.unwrap_or(self.shared.config.workers).max(1);
+        tracing::info!(plugin = %name, "caches synced; starting {workers_n} workers");
+        for _ in 0..workers_n {
             let me = self.clone();
             workers.spawn(async move { me.work().await });
         }

@@ -12,6 +12,7 @@
 
 use crate::kinds::Gvk;
 use crate::plugin::{read_namespace, CacheView, QueryTooLarge};
+use crate::source::grants::Grants;
 use crate::watch::selector::Selector;
 use crate::watch::{Caches, ObjectKey};
 use kube::api::DynamicObject;
@@ -41,16 +42,22 @@ pub struct Reads {
 /// The cache as one reconcile sees it: answers from the shared caches and records each read.
 /// A namespaced kind read by name without a namespace means the primary's namespace (as
 /// `object-ref` documents).
+/// Reads outside the namespaces the plugin is granted find nothing.
 pub struct RecordingCache {
     inner: Arc<Caches>,
     primary_namespace: Option<String>,
+    grants: Arc<Grants>,
     reads: Mutex<Reads>,
 }
 
 impl RecordingCache {
-    /// A view for a reconcile of a primary in `primary_namespace`.
-    pub fn new(inner: Arc<Caches>, primary_namespace: Option<String>) -> Self {
-        RecordingCache { inner, primary_namespace, reads: Mutex::new(Reads::default()) }
+    /// A view for a reconcile of a primary in `primary_namespace`, within `grants`.
+    pub fn new(inner: Arc<Caches>, primary_namespace: Option<String>, grants: Arc<Grants>) -> Self {
+        RecordingCache { inner, primary_namespace, grants, reads: Mutex::new(Reads::default()) }
+    }
+
+    fn may_read(&self, ns: Option<&str>) -> bool {
+        self.grants.namespaces.reads_in(self.primary_namespace.as_deref(), ns)
     }
 
     /// What was read so far.
@@ -72,6 +79,9 @@ impl CacheView for RecordingCache {
                 r.gets.push((kind.clone(), ns.clone(), name.to_string()));
             }
         }
+        if !self.may_read(ns.as_deref()) {
+            return None;
+        }
         self.inner.get(kind, ns.as_deref(), name)
     }
 
@@ -82,7 +92,12 @@ impl CacheView for RecordingCache {
         selector: &Selector,
         max_bytes: usize,
     ) -> Result<Vec<String>, QueryTooLarge> {
-        let found = self.inner.query_objects(kind, namespace, selector);
+        let mut found = if namespace.is_none() || self.may_read(namespace) {
+            self.inner.query_objects(kind, namespace, selector)
+        } else {
+            Vec::new()
+        };
+        found.retain(|o| self.may_read(o.metadata.namespace.as_deref()));
         {
             let mut r = self.reads.lock().unwrap_or_else(|p| p.into_inner());
             if r.queries.len() < MAX_QUERIES {

@@ -58,6 +58,10 @@ impl Inner {
     async fn reconcile_inner(self: &Arc<Self>, key: &ObjectKey, plugin: Arc<crate::plugin::LoadedPlugin>) -> Next {
         let name = plugin.info.name.as_str();
         let m = &self.shared.metrics;
+        // Outside the namespaces the admin granted: not this plugin's to touch.
+        if !plugin.grants.namespaces.acts_on(key.namespace.as_deref()) {
+            return Next::Done;
+        }
         // The primary is gone: nothing to do (its owned objects go with it through the garbage
         // collector, as in sample-controller). Terminating: leave it to its finalizers.
         let Some(primary) = self.primary.get(key.namespace.as_deref(), &key.name) else {
@@ -86,7 +90,7 @@ impl Inner {
                 resource_version: primary.metadata.resource_version.clone().unwrap_or_default(),
                 started_at: std::time::SystemTime::now(),
             };
-            let view = Arc::new(RecordingCache::new(self.caches.clone(), ns.clone()));
+            let view = Arc::new(RecordingCache::new(self.caches.clone(), ns.clone(), plugin.grants.clone()));
             let started = Instant::now();
             let r = plugin.call(req, spec, view.clone() as Arc<dyn CacheView>).await;
             m.plugin_call_seconds.get_or_create(&Metrics::plugin(name)).observe(started.elapsed().as_secs_f64());

@@ -1,4 +1,4 @@
-//! One plugin file as the supervisor tracks it: the last good version, the load in progress, the
+//! One plugin as the supervisor tracks it: the last good version, the load in progress, the
 //! controller, and whether a start or stop of that controller is under way.
 
 use crate::controller::Controller;
@@ -27,6 +27,10 @@ pub(super) struct Slot {
     pub removed: bool,
     /// Why the controller could not start, and when to try again.
     pub start_error: Option<(String, Instant)>,
+    /// What the source offers now (grants, limits, suspend, rank).
+    pub entry: Option<crate::source::Entry>,
+    /// Why it waits for another plugin's primary kind (reported once per reason).
+    pub waiting: Option<String>,
 }
 
 impl Slot {

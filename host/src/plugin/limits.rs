@@ -21,6 +21,8 @@ pub struct Limits {
     pub query_bytes: usize,
     /// JSON bytes all `cache.get` and `cache.query` results of one call may add up to.
     pub read_bytes: usize,
+    /// Concurrent reconciles of this plugin (`None`: the host's `--workers`).
+    pub concurrency: Option<usize>,
 }
 
 /// What a table element is counted as against [`Limits::memory_bytes`] (a pointer-sized slot,
@@ -37,6 +39,7 @@ impl Default for Limits {
             random_bytes: 1 << 20,
             query_bytes: 8 << 20,
             read_bytes: 32 << 20,
+            concurrency: None,
         }
     }
 }

@@ -71,6 +71,9 @@ pub struct LoadedPlugin {
     pub limits: Limits,
     /// Whether compiling was avoided thanks to the precompile cache.
     pub from_cache: bool,
+    /// What it may touch: its own declaration in folder mode, what the admin granted for a
+    /// ReconcilerPlugin (checked against the declaration before it starts).
+    pub grants: Arc<crate::source::grants::Grants>,
     engine: Arc<PluginEngine>,
     pre: wit::ReconcilerPre<HostState>,
     readable: Arc<HashSet<Gvk>>,
@@ -207,6 +210,7 @@ impl LoadedPlugin {
         tracing::debug!(plugin = %info.name, %sha256, from_cache, info_ms = stats.elapsed.as_millis() as u64, "plugin loaded");
         Ok(LoadedPlugin {
             readable: Arc::new(info.readable().cloned().collect()),
+            grants: Arc::new(crate::source::grants::Grants::from_info(&info)),
             name: Arc::from(info.name.as_str()),
             info,
             sha256,

@@ -204,6 +204,11 @@ impl Health {
         }
     }
 
+    /// Whether a plugin's controller runs with its caches synced.
+    pub fn synced(&self, file: &str) -> bool {
+        self.lock().plugins.get(file).is_some_and(|p| p.synced && !p.stopping)
+    }
+
     /// Records that the newest content of a file was rejected.
     pub fn set_rejected(&self, file: &str, error: String) {
         let mut i = self.lock();

@@ -1,4 +1,5 @@
-//! Listing plugin files and hashing their content.
+//! The plugin folder: `*.wasm` files listed and hashed. Each file is a plugin whose own `info()`
+//! is its authority (development and the demo; a cluster uses ReconcilerPlugins).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -53,4 +54,26 @@ pub fn scan(dir: &Path) -> std::io::Result<Scan> {
         }
     }
     Ok(Scan { files, errors })
+}
+
+/// The folder's plugins as the supervisor takes them: keyed and ranked by file name, no grants.
+pub fn catalog(scan: Scan) -> super::Catalog {
+    let entries = scan
+        .files
+        .into_iter()
+        .map(|(name, f)| {
+            let entry = super::Entry {
+                key: name.clone(),
+                origin: f.path,
+                sha256: f.sha256,
+                bytes: f.bytes,
+                grants: None,
+                limits: super::LimitOverride::default(),
+                suspend: false,
+                rank: name.clone(),
+            };
+            (name, entry)
+        })
+        .collect();
+    super::Catalog { entries, errors: scan.errors }
 }

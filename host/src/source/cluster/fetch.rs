@@ -1,0 +1,160 @@
+//! Fetching a ReconcilerPlugin's component: from an OCI registry (with the pull Secret named in
+//! its spec) or from a ConfigMap key, both in the host's own namespace.
+
+use super::super::crd::PluginSource;
+use super::super::oci::{self, Auth, OciConfig};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::api::Api;
+use kube::Client;
+
+/// A fetched component.
+#[derive(Debug, Clone)]
+pub struct Fetched {
+    /// The bytes.
+    pub bytes: std::sync::Arc<Vec<u8>>,
+    /// sha256 hex of the bytes.
+    pub sha256: String,
+    /// What `spec.source` said (see [`source_key`]).
+    pub key: String,
+    /// For OCI: the digest-pinned reference.
+    pub pinned: Option<String>,
+}
+
+/// Why a fetch failed: a status reason and a message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchError {
+    /// Status reason (NotFound, Unreachable, ..., InvalidSpec).
+    pub reason: &'static str,
+    /// Why, naming the source.
+    pub message: String,
+    /// Worth retrying without a spec change (a registry outage; a tag or ConfigMap that may
+    /// appear later).
+    pub retry: bool,
+}
+
+fn invalid(message: String) -> FetchError {
+    FetchError { reason: "InvalidSpec", message, retry: false }
+}
+
+/// A stable name for what a source points at; a change of it means a new fetch.
+pub fn source_key(s: &PluginSource) -> Result<String, String> {
+    match (&s.oci, &s.config_map) {
+        (Some(r), None) => {
+            let r = r.trim();
+            if r.is_empty() {
+                return Err("spec.source.oci is empty".into());
+            }
+            Ok(format!("oci:{r}"))
+        }
+        (None, Some(c)) => {
+            if c.name.is_empty() || c.key.is_empty() {
+                return Err("spec.source.configMap needs a name and a key".into());
+            }
+            if s.pull_secret.is_some() {
+                return Err("spec.source.pullSecret is only for spec.source.oci".into());
+            }
+            Ok(format!("configmap:{}/{}", c.name, c.key))
+        }
+        (Some(_), Some(_)) => Err("spec.source: give either oci or configMap, not both".into()),
+        (None, None) => Err("spec.source: give oci (an OCI reference) or configMap (name and key)".into()),
+    }
+}
+
+/// Fetches the component `source` names. For OCI, `pinned` (a digest reference recorded in the
+/// status for this same source) is pulled instead of the tag, so a restart runs what ran.
+pub async fn fetch(
+    client: &Client,
+    namespace: &str,
+    cfg: &OciConfig,
+    source: &PluginSource,
+    pinned: Option<&str>,
+) -> Result<Fetched, FetchError> {
+    let key = source_key(source).map_err(invalid)?;
+    if let Some(reference) = &source.oci {
+        let auth = match &source.pull_secret {
+            Some(name) => pull_auth(client, namespace, name, reference).await?,
+            None => Auth::Anonymous,
+        };
+        let target = pinned.unwrap_or(reference.trim());
+        let p = oci::pull(target, &auth, cfg).await.map_err(|e| FetchError {
+            reason: e.reason(),
+            message: e.to_string(),
+            retry: e.is_transient() || e.reason() == "NotFound",
+        })?;
+        let sha256 = crate::plugin::loader::sha256_hex(&p.bytes);
+        return Ok(Fetched { bytes: std::sync::Arc::new(p.bytes), sha256, key, pinned: Some(p.pinned) });
+    }
+    let Some(c) = &source.config_map else {
+        return Err(invalid("spec.source has no oci and no configMap".into()));
+    };
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    let what = format!("ConfigMap {namespace}/{}", c.name);
+    let cm = match api.get_opt(&c.name).await {
+        Ok(Some(cm)) => cm,
+        Ok(None) => {
+            return Err(FetchError { reason: "NotFound", message: format!("{what} does not exist"), retry: true })
+        }
+        Err(e) => return Err(api_error(&what, e)),
+    };
+    let Some(bytes) = cm.binary_data.as_ref().and_then(|d| d.get(&c.key)) else {
+        let hint = if cm.data.as_ref().is_some_and(|d| d.contains_key(&c.key)) {
+            " (it is under data; a component is binary and belongs under binaryData, as `kubectl create configmap --from-file` puts it)"
+        } else {
+            ""
+        };
+        return Err(FetchError {
+            reason: "NotFound",
+            message: format!("{what} has no binaryData key {:?}{hint}", c.key),
+            retry: true,
+        });
+    };
+    let bytes = bytes.0.clone();
+    let sha256 = crate::plugin::loader::sha256_hex(&bytes);
+    Ok(Fetched { bytes: std::sync::Arc::new(bytes), sha256, key, pinned: None })
+}
+
+fn api_error(what: &str, e: kube::Error) -> FetchError {
+    match &e {
+        kube::Error::Api(s) if s.code == 403 => FetchError {
+            reason: "Forbidden",
+            message: format!("the host may not read {what}: {}", s.message),
+            retry: true,
+        },
+        _ => FetchError { reason: "Unreachable", message: format!("cannot read {what}: {e}"), retry: true },
+    }
+}
+
+async fn pull_auth(client: &Client, namespace: &str, name: &str, reference: &str) -> Result<Auth, FetchError> {
+    let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    let what = format!("pull Secret {namespace}/{name}");
+    let secret = match api.get_opt(name).await {
+        Ok(Some(s)) => s,
+        Ok(None) => return Err(FetchError { reason: "InvalidSpec", message: format!("{what} does not exist"), retry: true }),
+        Err(e) => return Err(api_error(&what, e)),
+    };
+    let Some(json) = secret.data.as_ref().and_then(|d| d.get(".dockerconfigjson")) else {
+        return Err(invalid(format!("{what} has no .dockerconfigjson (create it with `kubectl create secret docker-registry`)")));
+    };
+    let registry = oci::parse_reference(reference)
+        .map(|r| r.resolve_registry().to_string())
+        .map_err(|e| FetchError { reason: e.reason(), message: e.to_string(), retry: false })?;
+    oci::auth_from_docker_config(&json.0, &registry).map_err(|e| invalid(format!("{what}: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::crd::ConfigMapSource;
+
+    #[test]
+    fn a_source_names_exactly_one_place() {
+        let oci = PluginSource { oci: Some(" reg/x:1 ".into()), ..Default::default() };
+        assert_eq!(source_key(&oci).as_deref(), Ok("oci:reg/x:1"));
+        let cm = ConfigMapSource { name: "p".into(), key: "foo.wasm".into() };
+        let both = PluginSource { config_map: Some(cm.clone()), ..oci.clone() };
+        assert!(source_key(&both).is_err());
+        assert!(source_key(&PluginSource::default()).is_err());
+        let cm_secret = PluginSource { config_map: Some(cm), pull_secret: Some("s".into()), oci: None };
+        assert!(source_key(&cm_secret).expect_err("secret").contains("only for"));
+    }
+}

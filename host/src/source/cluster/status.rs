@@ -1,0 +1,135 @@
+//! A ReconcilerPlugin's status, computed from what the source fetched and what the supervisor
+//! reported: conditions Ready and Degraded with one reason each, the active digest, the
+//! plugin's identity and the last error.
+
+use super::fetch::{FetchError, Fetched};
+use crate::hotswap::{Report, State};
+use crate::source::crd::{PluginIdentity, ReconcilerPluginStatus, ResolvedSource};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+
+/// What is known about one ReconcilerPlugin.
+#[derive(Debug, Default)]
+pub struct Known<'a> {
+    /// `metadata.generation`.
+    pub generation: Option<i64>,
+    /// The source key of `spec.source` (see `fetch::source_key`), when valid.
+    pub key: Option<String>,
+    /// The spec is invalid: why (the last valid spec keeps running).
+    pub invalid: Option<String>,
+    /// The last good fetch.
+    pub fetched: Option<&'a Fetched>,
+    /// A fetch of the current source under way.
+    pub fetching: bool,
+    /// The current source's last fetch failed.
+    pub fetch_error: Option<&'a FetchError>,
+    /// The supervisor's last word.
+    pub report: Option<&'a Report>,
+    /// Whether its caches are synced (from health).
+    pub synced: bool,
+    /// `spec.suspend`.
+    pub suspend: bool,
+}
+
+/// The status to write. Conditions keep their `lastTransitionTime` from `old` when their status
+/// did not change.
+pub fn compute(k: &Known<'_>, old: Option<&ReconcilerPluginStatus>) -> ReconcilerPluginStatus {
+    let state = k.report.map(|r| &r.state);
+    let running = matches!(state, Some(State::Running));
+    let (ready, ready_reason, ready_msg): (bool, &str, String) = match state {
+        _ if k.suspend => (false, "Suspended", "spec.suspend is true".into()),
+        Some(State::Running) if k.synced => (true, "Running", "the plugin runs and its caches are synced".into()),
+        Some(State::Running) => (false, "Starting", "waiting for its caches to sync".into()),
+        Some(State::Rejected { reason, message, kept: false }) => (false, reason, message.clone()),
+        Some(State::Conflict { message }) => (false, "Conflict", message.clone()),
+        Some(State::StartFailed { reason, message }) => (false, reason, message.clone()),
+        Some(State::Idle) => (false, "Standby", "this replica is not the leader".into()),
+        Some(State::Loading) => (false, "Loading", "compiling and checking the component".into()),
+        Some(State::Loaded) | Some(State::Rejected { .. }) => (false, "Starting", "starting its controller".into()),
+        Some(State::Removed) | None => match (k.fetch_error, k.invalid.as_ref()) {
+            (_, Some(m)) => (false, "InvalidSpec", m.clone()),
+            (Some(e), _) => (false, e.reason, e.message.clone()),
+            (None, None) => (false, "Pulling", "fetching the component".into()),
+        },
+    };
+    // Degraded: something newer than what runs could not be used, or nothing can run.
+    let degraded: Option<(&str, String)> = if let Some(m) = &k.invalid {
+        Some(("InvalidSpec", m.clone()))
+    } else if let Some(e) = k.fetch_error {
+        let kept = if running { "; the last good version keeps running" } else { "" };
+        Some((e.reason, format!("{}{kept}", e.message)))
+    } else {
+        match state {
+            Some(State::Rejected { reason, message, .. }) => Some((reason, message.clone())),
+            Some(State::Conflict { message }) => Some(("Conflict", message.clone())),
+            Some(State::StartFailed { reason, message }) => Some((reason, message.clone())),
+            _ => None,
+        }
+    };
+    let cond = |type_: &str, ok: bool, reason: &str, message: String| {
+        let status = if ok { "True" } else { "False" }.to_string();
+        let kept = old
+            .and_then(|o| o.conditions.iter().find(|c| c.type_ == type_))
+            .filter(|c| c.status == status)
+            .map(|c| c.last_transition_time.clone());
+        Condition {
+            type_: type_.into(),
+            status,
+            reason: reason.into(),
+            message: truncate(message),
+            observed_generation: k.generation,
+            last_transition_time: kept.unwrap_or_else(|| Time(jiff_now())),
+        }
+    };
+    let degraded_cond = match &degraded {
+        Some((reason, msg)) => cond("Degraded", true, reason, msg.clone()),
+        None => cond("Degraded", false, "AsExpected", "nothing is wrong".into()),
+    };
+    let good = k.report.and_then(|r| r.good.as_ref());
+    ReconcilerPluginStatus {
+        observed_generation: k.generation,
+        conditions: vec![cond("Ready", ready, ready_reason, ready_msg), degraded_cond],
+        source: k.key.as_ref().map(|key| ResolvedSource {
+            reference: reference_of(key),
+            pinned: k.fetched.filter(|f| &f.key == key).and_then(|f| f.pinned.clone()),
+        }),
+        active_digest: good.map(|g| format!("sha256:{}", g.sha256)),
+        plugin: good.map(|g| PluginIdentity { name: g.name.clone(), version: g.version.clone(), primary: g.primary.clone() }),
+        last_error: degraded.map(|(_, m)| truncate(m)),
+    }
+}
+
+/// The reference as shown in status, from a source key.
+pub fn reference_of(key: &str) -> String {
+    match key.split_once(':') {
+        Some(("oci", r)) => r.to_string(),
+        Some(("configmap", r)) => format!("configmap/{r}"),
+        _ => key.to_string(),
+    }
+}
+
+fn truncate(mut s: String) -> String {
+    const MAX: usize = 1024;
+    if s.len() > MAX {
+        let mut end = MAX;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        s.truncate(end);
+        s.push('…');
+    }
+    s
+}
+
+fn jiff_now() -> k8s_openapi::jiff::Timestamp {
+    k8s_openapi::jiff::Timestamp::now()
+}
+
+/// The same status, ignoring transition times (to skip writes that change nothing).
+pub fn same(a: &ReconcilerPluginStatus, b: &ReconcilerPluginStatus) -> bool {
+    let strip = |s: &ReconcilerPluginStatus| {
+        let mut s = s.clone();
+        s.conditions.iter_mut().for_each(|c| c.last_transition_time = Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH));
+        s
+    };
+    strip(a) == strip(b)
+}

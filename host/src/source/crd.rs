@@ -1,0 +1,185 @@
+//! The ReconcilerPlugin custom resource (`kwop.dev/v1alpha1`, cluster-scoped): where a plugin
+//! comes from, what the cluster admin grants it, and what the host reports back in its status.
+//!
+//! `crds/reconcilerplugin.yaml` is generated from these types (`kwop crd`); a unit test keeps the
+//! two equal.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// A reconcile plugin the host runs: its component, and the authority the cluster admin gives it.
+/// The plugin's own `info()` may ask for less than `grants`, never more.
+#[derive(CustomResource, Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "kwop.dev",
+    version = "v1alpha1",
+    kind = "ReconcilerPlugin",
+    plural = "reconcilerplugins",
+    shortname = "rp",
+    status = "ReconcilerPluginStatus",
+    printcolumn = r#"{"name":"Primary","type":"string","jsonPath":".spec.grants.primary.kind"}"#,
+    printcolumn = r#"{"name":"Plugin","type":"string","jsonPath":".status.plugin.name"}"#,
+    printcolumn = r#"{"name":"Version","type":"string","jsonPath":".status.plugin.version"}"#,
+    printcolumn = r#"{"name":"Digest","type":"string","jsonPath":".status.activeDigest","priority":1}"#,
+    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
+    printcolumn = r#"{"name":"Reason","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].reason"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct ReconcilerPluginSpec {
+    /// Where the component comes from. Editing it hot-swaps the plugin between reconciles; a
+    /// source that cannot be fetched or loaded keeps the last good version running.
+    pub source: PluginSource,
+    /// What the plugin may touch. A plugin whose `info()` declares a kind beyond these is not
+    /// started (condition reason Forbidden).
+    pub grants: Grants,
+    /// Sandbox and concurrency limits; unset fields take the host's defaults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<PluginLimits>,
+    /// Stop reconciling (the plugin stays loaded; nothing is deleted in the cluster).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub suspend: bool,
+}
+
+/// Exactly one of `oci` and `configMap`.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct PluginSource {
+    /// An OCI artifact in the WebAssembly layout (`kwop plugin push`): `registry/repo:tag` or
+    /// `registry/repo@sha256:...`. A tag is resolved once and pinned in `status.source.pinned`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oci: Option<String>,
+    /// A key of a ConfigMap in the host's own namespace (binaryData), for small plugins.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_map: Option<ConfigMapSource>,
+    /// A Secret of type kubernetes.io/dockerconfigjson in the host's own namespace, with the
+    /// registry's credentials.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pull_secret: Option<String>,
+}
+
+/// A ConfigMap key holding a component.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+pub struct ConfigMapSource {
+    /// The ConfigMap's name (in the host's namespace).
+    pub name: String,
+    /// The key under `binaryData` (or `data`, base64 is not decoded there).
+    pub key: String,
+}
+
+/// A kind, as in an object's `apiVersion` and `kind`.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct KindRef {
+    /// e.g. `apps/v1`, or `v1` for the core group. Grants match group and kind; any version.
+    pub api_version: String,
+    /// e.g. `Deployment`.
+    pub kind: String,
+}
+
+/// The authority a cluster admin grants a plugin. The host's own RBAC must also allow it: a grant
+/// the host's service account lacks shows reason Forbidden in status.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Grants {
+    /// The kind reconciled. One active plugin per primary kind per host.
+    pub primary: KindRef,
+    /// Kinds it may create, patch and delete (only objects its primary controls).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub owns: Vec<KindRef>,
+    /// Kinds it may only read through the cache.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reads: Vec<KindRef>,
+    /// Namespaces it acts in. Unset: primaries in every namespace the host watches, each
+    /// reconcile reading and writing only in its primary's own namespace. Set: only primaries
+    /// in these namespaces are reconciled, and reads may reach any of them (writes stay in the
+    /// primary's namespace).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespaces: Option<Vec<String>>,
+}
+
+/// Limits of one plugin.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct PluginLimits {
+    /// Memory of one instance, e.g. `64Mi` (at most the host's `--plugin-memory-max`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<String>,
+    /// Wall-clock budget of one call, e.g. `1s`, `500ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<String>,
+    /// Concurrent reconciles (the host's `--workers` when unset).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<u32>,
+}
+
+/// What the host reports.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct ReconcilerPluginStatus {
+    /// The generation these conditions describe.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// Ready (the plugin runs and its caches are synced) and Degraded (something is wrong; the
+    /// last good version, if any, keeps running). Reasons: Pulling, Loading, Running, Suspended,
+    /// NotFound, DigestMismatch, Unauthorized, Unreachable, NotAComponent, TooLarge,
+    /// InvalidReference, InvalidSpec, Invalid, Forbidden, Conflict, Starting.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    /// The source as resolved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<ResolvedSource>,
+    /// sha256 of the component that runs (`sha256:<hex>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_digest: Option<String>,
+    /// What the running component's `info()` says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plugin: Option<PluginIdentity>,
+    /// The last error, if the newest source or version could not be used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+}
+
+/// A source as resolved by the host.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct ResolvedSource {
+    /// `spec.source` as written (OCI reference, or `configmap/<name>/<key>`).
+    pub reference: String,
+    /// For OCI: the manifest digest the reference resolved to, as `repo@sha256:...`. The host
+    /// pulls this digest again after a restart while the spec is unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pinned: Option<String>,
+}
+
+/// A plugin's self-description.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct PluginIdentity {
+    /// `info().name` (also the field manager `kwop-<name>`).
+    pub name: String,
+    /// `info().version`.
+    pub version: String,
+    /// `info().primary`, as `group/version/Kind`.
+    pub primary: String,
+}
+
+/// The CRD as YAML (what `crds/reconcilerplugin.yaml` holds).
+pub fn crd_yaml() -> Result<String, serde_yaml::Error> {
+    use kube::CustomResourceExt;
+    let head = "# Generated by `kwop crd` from host/src/source/crd.rs; do not edit by hand.\n";
+    Ok(format!("{head}{}", serde_yaml::to_string(&ReconcilerPlugin::crd())?))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_crd_file_matches_the_types() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../crds/reconcilerplugin.yaml");
+        let want = super::crd_yaml().expect("serializable");
+        let have = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(have == want, "crds/reconcilerplugin.yaml is stale: run `kwop crd > crds/reconcilerplugin.yaml`");
+    }
+}
