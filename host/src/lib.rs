@@ -11,7 +11,8 @@
 //! [`watch`] derives watches and caches from a plugin's declaration; [`controller`] is the queue
 //! and the reconcile spine; [`apply`] is the only writer; [`report`] records events;
 //! [`hotswap`] follows the plugin folder; [`leader`] gates controllers on a Lease;
-//! [`telemetry`] serves metrics and probes; [`cli`] is the command line.
+//! [`telemetry`] serves metrics and probes; [`source`] is where plugins come from (OCI
+//! registries); [`cli`] is the command line.
 
 pub mod apply;
 pub mod cli;
@@ -24,5 +25,6 @@ pub mod plugin;
 pub mod report;
 pub mod scaffold;
 pub mod schema;
+pub mod source;
 pub mod telemetry;
 pub mod watch;
