@@ -24,7 +24,7 @@ pub mod outcome;
 pub mod plugin;
 pub mod report;
 pub mod scaffold;
-pub mod source;
 pub mod schema;
+pub mod source;
 pub mod telemetry;
 pub mod watch;

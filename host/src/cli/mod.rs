@@ -2,6 +2,7 @@
 
 mod fixtures;
 mod new;
+mod oci;
 mod offline;
 mod run;
 pub mod units;
@@ -69,6 +70,11 @@ pub struct SandboxArgs {
     /// Folder of the precompiled-component cache [default: $XDG_CACHE_HOME/kwop/precompiled].
     #[arg(long, env = "KWOP_CACHE_DIR")]
     pub cache_dir: Option<PathBuf>,
+    /// Size cap of the precompiled-component cache (e.g. 512MiB, 2Gi): after each write the least
+    /// recently used entries are deleted until the cache fits (the entry just written is always
+    /// kept; other files in the folder are left alone). 0 disables the cap.
+    #[arg(long, default_value = "1GiB", value_name = "SIZE", value_parser = units::bytes, env = "KWOP_PRECOMPILE_CACHE_MAX")]
+    pub precompile_cache_max: usize,
     /// Do not cache compiled components on disk.
     #[arg(long)]
     pub no_cache: bool,
@@ -217,6 +223,12 @@ pub enum PluginCommand {
         #[arg(long)]
         dir: Option<PathBuf>,
     },
+    /// Push a plugin component to an OCI registry (the wasm layout); prints REGISTRY/REPO@sha256:...
+    #[command(after_help = oci::PUSH_HELP)]
+    Push(oci::PushArgs),
+    /// Pull a plugin component from an OCI registry, verified; prints REGISTRY/REPO@sha256:...
+    #[command(after_help = oci::PULL_HELP)]
+    Pull(oci::PullArgs),
     /// List the plugins in a folder (offline) or of a running host (--url http://HOST:PORT).
     List {
         /// Folder of plugins.

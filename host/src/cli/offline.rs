@@ -1,4 +1,4 @@
-//! `kwop plugin inspect | reconcile | test | list`: plugins without a cluster.
+//! `kwop plugin inspect | reconcile | test | list`: plugins without a cluster (push and pull: `oci`).
 
 use super::{PluginCommand, SandboxArgs};
 use crate::kinds::Gvk;
@@ -28,6 +28,8 @@ pub(super) fn plugin(cmd: PluginCommand) -> anyhow::Result<ExitCode> {
             }
         }
         PluginCommand::New { name, lang, dir } => super::new::new(&name, &lang, dir),
+        PluginCommand::Push(args) => super::oci::push(args),
+        PluginCommand::Pull(args) => super::oci::pull(args),
         PluginCommand::Reconcile { file, primary, observed, no_fence, crds, sandbox } => {
             let schemas = load_crds(&crds)?;
             let engine = engine(&sandbox)?;
@@ -79,11 +81,16 @@ pub(super) fn plugin(cmd: PluginCommand) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn engine(s: &SandboxArgs) -> anyhow::Result<Arc<PluginEngine>> {
+pub(super) fn engine(s: &SandboxArgs) -> anyhow::Result<Arc<PluginEngine>> {
     let cache_dir =
         if s.no_cache { None } else { s.cache_dir.clone().or_else(crate::plugin::engine::default_cache_dir) };
     // One-shot tools: no pooling (it reserves address space up front for many instances).
-    PluginEngine::new(EngineConfig { pooling: false, cache_dir, ..EngineConfig::default() })
+    PluginEngine::new(EngineConfig {
+        pooling: false,
+        cache_dir,
+        cache_max_bytes: s.precompile_cache_max as u64,
+        ..EngineConfig::default()
+    })
 }
 
 /// Limits from the command line.

@@ -145,6 +145,7 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
     let memory_budget = args.plugin_memory_budget.or_else(crate::plugin::admission::default_budget);
     let engine_cfg = EngineConfig {
         cache_dir,
+        cache_max_bytes: args.sandbox.precompile_cache_max as u64,
         // The pool's slots must fit the largest memory any plugin may get.
         max_memory_bytes: limits.ceiling().memory_bytes.max(64 << 20),
         memory_budget,

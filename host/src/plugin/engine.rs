@@ -44,6 +44,9 @@ pub struct EngineConfig {
     pub memory_budget: Option<usize>,
     /// Where precompiled components are cached; `None` disables the cache.
     pub cache_dir: Option<PathBuf>,
+    /// Bytes the precompile cache may hold; past it the least recently used entries are deleted
+    /// after each write (0: no cap).
+    pub cache_max_bytes: u64,
 }
 
 impl Default for EngineConfig {
@@ -54,6 +57,7 @@ impl Default for EngineConfig {
             max_memory_bytes: 1 << 30,
             memory_budget: None,
             cache_dir: default_cache_dir(),
+            cache_max_bytes: super::precompiled::DEFAULT_MAX_BYTES,
         }
     }
 }
@@ -182,6 +186,12 @@ impl PluginEngine {
     /// tools and benchmarks). Panics inside an async context, as `Handle::block_on` does.
     pub fn block_on<F: Future>(&self, f: F) -> F::Output {
         self.handle().block_on(f)
+    }
+
+    /// The precompile cache, when there is one.
+    pub(crate) fn precompile_cache(&self) -> Option<super::precompiled::PrecompileCache> {
+        let dir = self.config.cache_dir.as_ref()?;
+        Some(super::precompiled::PrecompileCache::new(dir, self.config.cache_max_bytes))
     }
 
     /// A key naming this engine's compiled-code compatibility, for the precompile cache.

@@ -321,9 +321,9 @@ impl Session<'_> {
 
 /// Compiles a component, or deserializes it from the precompile cache.
 ///
-/// The cache file is named by the component's sha256 and the engine's compatibility hash, and a
-/// sidecar holds the sha256 of the compiled bytes: a truncated or tampered cache file is
-/// recompiled, never loaded.
+/// The cache entry is named by the component's sha256 and the engine's compatibility hash, and is
+/// verified on read: a truncated or tampered cache file is recompiled, never loaded
+/// (`plugin::precompiled`).
 fn compile(engine: &PluginEngine, bytes: &[u8], sha256: &str) -> Result<(Component, bool), LoadError> {
     let check_component = || match wasmparser_kind(bytes) {
         Some(true) => Ok(()),
@@ -334,29 +334,20 @@ fn compile(engine: &PluginEngine, bytes: &[u8], sha256: &str) -> Result<(Compone
         None => Err(LoadError::NotAComponent("file does not start with the WebAssembly magic number".into())),
     };
     check_component()?;
-    let Some(dir) = engine.config.cache_dir.as_ref() else {
+    let Some(cache) = engine.precompile_cache() else {
         let c = Component::new(&engine.engine, bytes).map_err(not_loadable)?;
         return Ok((c, false));
     };
     let key = format!("{sha256}-{}", engine.compat_key());
-    let (path, sum_path) = (dir.join(format!("{key}.cwasm")), dir.join(format!("{key}.sha256")));
-    if let (Ok(compiled), Ok(sum)) = (std::fs::read(&path), std::fs::read_to_string(&sum_path)) {
-        if sha256_hex(&compiled) == sum.trim() {
-            match deserialize(engine, &compiled) {
-                Ok(c) => return Ok((c, true)),
-                Err(e) => {
-                    tracing::warn!(path = %path.display(), "precompiled cache entry unusable, recompiling: {e:#}")
-                }
-            }
-        } else {
-            tracing::warn!(path = %path.display(), "precompiled cache entry is corrupt, recompiling");
+    if let Some(compiled) = cache.get(&key) {
+        match deserialize(engine, &compiled) {
+            Ok(c) => return Ok((c, true)),
+            Err(e) => tracing::warn!(dir = %cache.dir().display(), %key, "precompiled cache entry unusable, recompiling: {e:#}"),
         }
     }
     let compiled = engine.engine.precompile_component(bytes).map_err(not_loadable)?;
-    if let Err(e) = write_atomically(dir, &path, &compiled)
-        .and_then(|_| write_atomically(dir, &sum_path, sha256_hex(&compiled).as_bytes()))
-    {
-        tracing::warn!(dir = %dir.display(), "cannot write the precompile cache (continuing without): {e}");
+    if let Err(e) = cache.put(&key, &compiled) {
+        tracing::warn!(dir = %cache.dir().display(), "cannot write the precompile cache (continuing without): {e}");
     }
     let c = deserialize(engine, &compiled).map_err(not_loadable)?;
     Ok((c, false))
@@ -380,13 +371,6 @@ fn deserialize(engine: &PluginEngine, compiled: &[u8]) -> wasmtime::Result<Compo
     // engine of the same compatibility hash (part of the file name). wasmtime additionally checks
     // the header and engine settings. The cache folder belongs to the host.
     unsafe { Component::deserialize(&engine.engine, compiled) }
-}
-
-fn write_atomically(dir: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)?;
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path)
 }
 
 /// `Some(true)` for a component, `Some(false)` for a core module, `None` for not wasm.

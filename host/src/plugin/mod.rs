@@ -18,6 +18,7 @@ pub mod info;
 pub mod limits;
 pub mod loader;
 mod output;
+pub mod precompiled;
 pub mod sandbox;
 pub mod wasi;
 

@@ -5,10 +5,11 @@
 //! the component's bytes and the authority it runs with. The supervisor loads, checks, swaps and
 //! reports back; a source never starts anything itself.
 
-// pub mod cluster;
+pub mod cluster;
 pub mod crd;
 pub mod folder;
 pub mod grants;
+pub mod oci;
 
 use grants::Grants;
 use std::collections::BTreeMap;

@@ -20,7 +20,7 @@ use crate::telemetry::Health;
 use fetch::{FetchError, Fetched};
 use futures::StreamExt;
 use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::{watcher, WatcherExt};
+use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Client, ResourceExt};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -141,7 +141,7 @@ impl ClusterSource {
                     Some(Err(e)) => tracing::warn!("watching ReconcilerPlugins: {e}"),
                     None => break,
                 },
-                Some((name, key, r)) = self.done.1.recv() => { self.on_fetched(&name, &key, r); dirty = true; }
+                Some(d) = self.done.1.recv() => { let (name, key, r): Done = d; self.on_fetched(&name, &key, r); dirty = true; }
                 Some(r) = reports.recv() => self.on_report(r),
                 _ = tick.tick() => {
                     self.retry_due();
