@@ -17,6 +17,8 @@ pub struct AuditedWrite {
     pub name: String,
     /// The HTTP status code of the answer (e.g. 200, 409).
     pub code: u16,
+    /// The request's `fieldManager` query parameter (empty when it had none).
+    pub field_manager: String,
 }
 
 /// The writes in `dir`'s audit log whose user agent contains `user_agent` (empty if there is no
@@ -35,6 +37,12 @@ pub fn writes(dir: &Path, user_agent: &str) -> Vec<AuditedWrite> {
                 namespace: s(&e["objectRef"]["namespace"]),
                 name: s(&e["objectRef"]["name"]),
                 code: e["responseStatus"]["code"].as_u64().and_then(|c| u16::try_from(c).ok()).unwrap_or(0),
+                field_manager: e["requestURI"]
+                    .as_str()
+                    .and_then(|u| u.split_once('?'))
+                    .and_then(|(_, q)| q.split('&').find_map(|kv| kv.strip_prefix("fieldManager=")))
+                    .unwrap_or_default()
+                    .to_string(),
             }
         })
         .collect()

@@ -58,6 +58,31 @@ impl Host {
         env: &[(&str, &str)],
         wait_ready: bool,
     ) -> Result<Host> {
+        Self::spawn(bin, plane, kubeconfig, format!("--plugins={}", plugins.display()), extra, env, wait_ready)
+    }
+
+    /// `bin run --reconciler-plugins` (the cluster's ReconcilerPlugin objects) with `kubeconfig`,
+    /// `extra` flags and more environment variables.
+    pub fn start_reconciler_plugins(
+        bin: &str,
+        plane: &ControlPlane,
+        kubeconfig: &Path,
+        extra: &[&str],
+        env: &[(&str, &str)],
+        wait_ready: bool,
+    ) -> Result<Host> {
+        Self::spawn(bin, plane, kubeconfig, "--reconciler-plugins".into(), extra, env, wait_ready)
+    }
+
+    fn spawn(
+        bin: &str,
+        plane: &ControlPlane,
+        kubeconfig: &Path,
+        source: String,
+        extra: &[&str],
+        env: &[(&str, &str)],
+        wait_ready: bool,
+    ) -> Result<Host> {
         let port = free_port()?;
         static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -67,7 +92,7 @@ impl Host {
             std::env::var_os("KWOP_CACHE_DIR").map(PathBuf::from).unwrap_or_else(|| plane.dir.join("precompiled"));
         let mut args: Vec<String> = vec![
             "run".into(),
-            format!("--plugins={}", plugins.display()),
+            source,
             format!("--kubeconfig={}", kubeconfig.display()),
             format!("--metrics-bind-address=127.0.0.1:{port}"),
             format!("--health-probe-bind-address=127.0.0.1:{port}"),

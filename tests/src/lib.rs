@@ -14,6 +14,7 @@
 pub mod audit;
 pub mod bench;
 pub mod certs;
+pub mod foo_groups;
 pub mod host;
 pub mod image;
 pub mod plane;

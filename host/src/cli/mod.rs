@@ -54,6 +54,9 @@ pub enum Command {
     /// Work with plugin files offline (no cluster needed).
     #[command(subcommand)]
     Plugin(PluginCommand),
+    /// Print the ReconcilerPlugin CustomResourceDefinition (what crds/reconcilerplugin.yaml
+    /// holds): `kwop crd | kubectl apply --server-side -f -`.
+    Crd,
 }
 
 /// Sandbox limits for plugin calls.
@@ -83,9 +86,41 @@ pub struct SandboxArgs {
 /// `kwop run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Folder of plugin components (`*.wasm`); changes are picked up without a restart.
-    #[arg(long, env = "KWOP_PLUGINS")]
-    pub plugins: PathBuf,
+    /// Folder of plugin components (`*.wasm`); changes are picked up without a restart. Each
+    /// plugin's own info() is its authority: for development and the demo.
+    #[arg(
+        long,
+        env = "KWOP_PLUGINS",
+        required_unless_present = "reconciler_plugins",
+        conflicts_with = "reconciler_plugins"
+    )]
+    pub plugins: Option<PathBuf>,
+    /// Run the plugins of the cluster's ReconcilerPlugin objects (kwop.dev/v1alpha1, see
+    /// crds/reconcilerplugin.yaml): each names its component (an OCI artifact or a ConfigMap key)
+    /// and the kinds and namespaces the cluster admin grants it. Editing one hot-swaps it.
+    #[arg(long)]
+    pub reconciler_plugins: bool,
+    /// Only the ReconcilerPlugins matching this label selector (e.g. `team=payments`), so
+    /// several hosts can split the plugins of one cluster [default: all].
+    #[arg(long, value_name = "SELECTOR", requires = "reconciler_plugins")]
+    pub reconciler_plugin_selector: Option<String>,
+    /// The host's own namespace: ConfigMap sources and pull Secrets of ReconcilerPlugins are read
+    /// there only, and the leader Lease lives there [default: the pod's namespace, else
+    /// "kwop-system"].
+    #[arg(long, env = "KWOP_SYSTEM_NAMESPACE")]
+    pub system_namespace: Option<String>,
+    /// A registry (host or host:port) pulled from over plain HTTP instead of HTTPS, e.g. a
+    /// registry on loopback. Repeatable.
+    #[arg(long = "insecure-registry", value_name = "HOST[:PORT]")]
+    pub insecure_registries: Vec<String>,
+    /// The largest component pulled from a registry (checked from the manifest before download).
+    #[arg(long, default_value = "128Mi", value_parser = units::bytes)]
+    pub max_plugin_size: usize,
+    /// The most memory any plugin may get, through --plugin-memory, --plugin-limit or a
+    /// ReconcilerPlugin's spec.limits.memory (sizes the sandbox's memory slots) [default: the
+    /// largest of those limits, at least 256Mi with --reconciler-plugins, else 64Mi].
+    #[arg(long, value_parser = units::bytes)]
+    pub plugin_memory_max: Option<usize>,
     /// Kubeconfig file [default: the files listed in $KUBECONFIG (merged, as kubectl does), else
     /// ~/.kube/config, else the in-cluster service account].
     #[arg(long)]
@@ -272,6 +307,10 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => run::run(args),
         Command::Plugin(cmd) => offline::plugin(cmd),
+        Command::Crd => crate::source::crd::crd_yaml().map_err(anyhow::Error::from).map(|y| {
+            print!("{y}");
+            ExitCode::SUCCESS
+        }),
     };
     match result {
         Ok(code) => code,

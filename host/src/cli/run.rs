@@ -6,6 +6,8 @@ use crate::hotswap::{Command, Supervisor};
 use crate::leader::gate::WriteGate;
 use crate::leader::{Election, ElectionConfig, Leadership};
 use crate::plugin::{EngineConfig, LimitSet, PluginEngine};
+use crate::source::cluster::{ClusterConfig, ClusterSource};
+use crate::source::oci::OciConfig;
 use crate::telemetry::{health::Role, http, Health, Metrics};
 use anyhow::Context;
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -95,15 +97,19 @@ async fn shutdown_signal() {
     let _ = ctrl_c.await;
 }
 
+/// The pod's namespace, from its service account.
+fn pod_namespace() -> Option<String> {
+    std::fs::read_to_string("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
 fn election_config(args: &RunArgs, identity: &str) -> anyhow::Result<ElectionConfig> {
     let namespace = args
         .leader_election_namespace
         .clone()
-        .or_else(|| {
-            std::fs::read_to_string("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
-                .ok()
-                .map(|s| s.trim().to_string())
-        })
+        .or_else(|| args.system_namespace.clone())
+        .or_else(pod_namespace)
         .unwrap_or_else(|| "default".into());
     let lease = args.leader_lease_duration;
     let cfg = ElectionConfig {
@@ -147,7 +153,10 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
         cache_dir,
         cache_max_bytes: args.sandbox.precompile_cache_max as u64,
         // The pool's slots must fit the largest memory any plugin may get.
-        max_memory_bytes: limits.ceiling().memory_bytes.max(64 << 20),
+        max_memory_bytes: args.plugin_memory_max.unwrap_or_else(|| {
+            let floor = if args.reconciler_plugins { 256 << 20 } else { 64 << 20 };
+            limits.ceiling().memory_bytes.max(floor)
+        }),
         memory_budget,
         ..EngineConfig::default()
     };
@@ -189,22 +198,47 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
         ..ControllerConfig::default()
     };
     let shared = Arc::new(Shared { client, metrics: metrics.clone(), health: health.clone(), config });
-    let mut supervisor = Supervisor::new(args.plugins.clone(), engine, limits, shared);
     let (tx, mut rx) = mpsc::channel(64);
+    let stop_source = tokio_util::sync::CancellationToken::new();
+    let mut watcher = None;
+    let mut supervisor = match &args.plugins {
+        Some(dir) => {
+            let supervisor = Supervisor::new(dir.clone(), engine, limits, shared.clone());
+            // Follow the plugin folder. Any event triggers a rescan by content hash.
+            let watch_tx = tx.clone();
+            let mut w = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+                if res.is_ok() {
+                    let _ = watch_tx.try_send(Command::Rescan);
+                }
+            })
+            .context("cannot watch the plugin folder")?;
+            if dir.is_dir() {
+                w.watch(dir, notify::RecursiveMode::NonRecursive)
+                    .with_context(|| format!("cannot watch {}", dir.display()))?;
+            }
+            watcher = Some(w);
+            supervisor
+        }
+        None => {
+            let (reports_tx, reports_rx) = mpsc::unbounded_channel();
+            let supervisor = Supervisor::pushed(engine, limits, shared.clone(), reports_tx);
+            let cfg = ClusterConfig {
+                namespace: args.system_namespace.clone().or_else(pod_namespace).unwrap_or_else(|| "kwop-system".into()),
+                selector: args.reconciler_plugin_selector.clone(),
+                oci: OciConfig {
+                    insecure: args.insecure_registries.clone(),
+                    max_bytes: args.max_plugin_size as u64,
+                    ..OciConfig::default()
+                },
+            };
+            tracing::info!(namespace = %cfg.namespace, "running the cluster's ReconcilerPlugins");
+            let source = ClusterSource::new(shared.client.clone(), cfg, leadership.clone(), health.clone());
+            tokio::spawn(source.run(tx.clone(), reports_rx, stop_source.clone()));
+            supervisor
+        }
+    };
     supervisor.initial_scan(&mut rx).await?;
     let sup = tokio::spawn(supervisor.run(rx));
-
-    // Follow the plugin folder. Any event triggers a rescan by content hash.
-    let watch_tx = tx.clone();
-    let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
-        if res.is_ok() {
-            let _ = watch_tx.try_send(Command::Rescan);
-        }
-    })
-    .context("cannot watch the plugin folder")?;
-    watcher
-        .watch(&args.plugins, notify::RecursiveMode::NonRecursive)
-        .with_context(|| format!("cannot watch {}", args.plugins.display()))?;
 
     let mut election = None;
     match election_cfg {
@@ -253,6 +287,7 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
     // Everything below is bounded: the controllers get the grace, the rest a little more.
     tracing::info!(grace = ?grace, "shutting down: finishing in-flight reconciles");
     drop(watcher);
+    stop_source.cancel();
     let (done_tx, done_rx) = oneshot::channel();
     let _ = tx.send(Command::Shutdown(done_tx)).await;
     if tokio::time::timeout(grace + Duration::from_secs(1), done_rx).await.is_err() {

@@ -61,6 +61,8 @@ impl Supervisor {
                     if first {
                         tracing::error!(file, "plugin not started: {message}");
                         slot.waiting = Some(message.clone());
+                        // Not among the plugins readiness waits for: it is not meant to run.
+                        self.shared.health.remove(file);
                         self.shared.health.set_rejected(file, message.clone());
                         self.report(file, State::Conflict { message });
                     }
@@ -106,7 +108,8 @@ impl Supervisor {
             .iter()
             .filter(|(f, _)| f.as_str() != file)
             .find(|(_, s)| {
-                (s.controller.is_some() || s.busy) && s.good.as_ref().is_some_and(|g| g.info.primary.same_group_kind(primary))
+                (s.controller.is_some() || s.busy)
+                    && s.good.as_ref().is_some_and(|g| g.info.primary.same_group_kind(primary))
             })
             .map(|(f, _)| f.clone())
     }

@@ -248,7 +248,8 @@ impl Supervisor {
                         }
                         Err(e) => {
                             tracing::error!(file, "cannot start controller (retrying every {}s): {e}", RETRY.as_secs());
-                            let reason = if matches!(e, StartError::Forbidden(_)) { "Forbidden" } else { "Unavailable" };
+                            let reason =
+                                if matches!(e, StartError::Forbidden(_)) { "Forbidden" } else { "Unavailable" };
                             if let Some(g) = &slot.good {
                                 // Listed, not synced: the host is not ready while a plugin cannot run.
                                 let mut status = status_of(&file, g);
@@ -281,8 +282,12 @@ impl Supervisor {
         for (file, e) in errors {
             tracing::error!(file, "plugin rejected: {e}");
         }
-        let removed: Vec<String> =
-            self.slots.iter().filter(|(f, s)| !s.removed && !entries.contains_key(*f)).map(|(f, _)| f.clone()).collect();
+        let removed: Vec<String> = self
+            .slots
+            .iter()
+            .filter(|(f, s)| !s.removed && !entries.contains_key(*f))
+            .map(|(f, _)| f.clone())
+            .collect();
         for file in removed {
             if let Some(slot) = self.slots.get_mut(&file) {
                 slot.removed = true;
@@ -400,14 +405,21 @@ impl Supervisor {
         plugin.limits.concurrency = entry.as_ref().and_then(|e| e.limits.concurrency);
         if let Some(holder) = self.running_holder(&file, &plugin.info.primary) {
             if self.slots.get(&file).is_some_and(|s| s.good.is_some()) {
-                let msg = format!("{}: {}; the running version is kept", file, super::drive::conflict_message(&holder, &plugin.info.primary));
+                let msg = format!(
+                    "{}: {}; the running version is kept",
+                    file,
+                    super::drive::conflict_message(&holder, &plugin.info.primary)
+                );
                 return self.load_failed(&file, "conflict", msg);
             }
         }
-        let taken = self
-            .slots
-            .iter()
-            .find(|(f, s)| **f != file && s.good.as_ref().is_some_and(|g| g.info.name == plugin.info.name));
+        let taken = self.slots.iter().find(|(f, s)| {
+            // Same name and same primary kind: the one-plugin-per-kind rule decides (Conflict).
+            **f != file
+                && s.good.as_ref().is_some_and(|g| {
+                    g.info.name == plugin.info.name && !g.info.primary.same_group_kind(&plugin.info.primary)
+                })
+        });
         if let Some((other, _)) = taken {
             let msg = format!(
                 "plugin name {:?} is already provided by {other}; names must be unique (they name the field manager)",

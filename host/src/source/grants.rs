@@ -107,7 +107,11 @@ impl Grants {
             ));
         }
         if let Some(g) = info.owns.iter().find(|g| !has(&self.owns, g)) {
-            return Err(format!("plugin {} declares owns {g}, which is not granted (owns granted: {})", info.name, names(&self.owns)));
+            return Err(format!(
+                "plugin {} declares owns {g}, which is not granted (owns granted: {})",
+                info.name,
+                names(&self.owns)
+            ));
         }
         if let Some(g) = info.reads.iter().find(|g| !has(&self.reads, g) && !has(&self.owns, g)) {
             return Err(format!(
@@ -182,12 +186,7 @@ mod tests {
 
     #[test]
     fn bad_grants_are_refused() {
-        let bad = crd::Grants {
-            primary: k("", "Foo"),
-            owns: vec![],
-            reads: vec![],
-            namespaces: None,
-        };
+        let bad = crd::Grants { primary: k("", "Foo"), owns: vec![], reads: vec![], namespaces: None };
         assert!(Grants::from_spec(&bad).is_err());
         let mut g = bad.clone();
         g.primary = k("a/b/c", "Foo");

@@ -11,6 +11,8 @@ use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub mod rp;
+
 /// The kwop binary under test.
 pub const KWOP: &str = env!("CARGO_BIN_EXE_kwop-host");
 

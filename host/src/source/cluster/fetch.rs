@@ -129,11 +129,15 @@ async fn pull_auth(client: &Client, namespace: &str, name: &str, reference: &str
     let what = format!("pull Secret {namespace}/{name}");
     let secret = match api.get_opt(name).await {
         Ok(Some(s)) => s,
-        Ok(None) => return Err(FetchError { reason: "InvalidSpec", message: format!("{what} does not exist"), retry: true }),
+        Ok(None) => {
+            return Err(FetchError { reason: "InvalidSpec", message: format!("{what} does not exist"), retry: true })
+        }
         Err(e) => return Err(api_error(&what, e)),
     };
     let Some(json) = secret.data.as_ref().and_then(|d| d.get(".dockerconfigjson")) else {
-        return Err(invalid(format!("{what} has no .dockerconfigjson (create it with `kubectl create secret docker-registry`)")));
+        return Err(invalid(format!(
+            "{what} has no .dockerconfigjson (create it with `kubectl create secret docker-registry`)"
+        )));
     };
     let registry = oci::parse_reference(reference)
         .map(|r| r.resolve_registry().to_string())

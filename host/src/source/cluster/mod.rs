@@ -37,6 +37,8 @@ pub struct ClusterConfig {
     pub namespace: String,
     /// Registries.
     pub oci: OciConfig,
+    /// Only ReconcilerPlugins with these labels.
+    pub selector: Option<String>,
 }
 
 /// The supervisor's key for a ReconcilerPlugin.
@@ -117,7 +119,11 @@ impl ClusterSource {
         stop: CancellationToken,
     ) {
         let api: Api<ReconcilerPlugin> = Api::all(self.client.clone());
-        let stream = watcher(api, watcher::Config::default()).default_backoff();
+        let mut wc = watcher::Config::default();
+        if let Some(sel) = &self.cfg.selector {
+            wc = wc.labels(sel);
+        }
+        let stream = watcher(api, wc).default_backoff();
         let mut stream = std::pin::pin!(stream);
         let mut tick = tokio::time::interval(Duration::from_secs(1));
         let started = Instant::now();

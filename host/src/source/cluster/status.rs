@@ -93,7 +93,11 @@ pub fn compute(k: &Known<'_>, old: Option<&ReconcilerPluginStatus>) -> Reconcile
             pinned: k.fetched.filter(|f| &f.key == key).and_then(|f| f.pinned.clone()),
         }),
         active_digest: good.map(|g| format!("sha256:{}", g.sha256)),
-        plugin: good.map(|g| PluginIdentity { name: g.name.clone(), version: g.version.clone(), primary: g.primary.clone() }),
+        plugin: good.map(|g| PluginIdentity {
+            name: g.name.clone(),
+            version: g.version.clone(),
+            primary: g.primary.clone(),
+        }),
         last_error: degraded.map(|(_, m)| truncate(m)),
     }
 }

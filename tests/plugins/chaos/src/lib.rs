@@ -206,6 +206,22 @@ impl Guest for Chaos {
                 let got = wasip2::random::random::get_random_bytes(len);
                 ok(vec![cm(&target, None, data)], json!({ "phase": "random", "got": got.len() }))
             }
+            // Reads another namespace by name and queries every namespace: what the grants let
+            // through (ReconcilerPlugin namespace grants).
+            "read-other" => {
+                let kind = Gvk { group: "".into(), version: "v1".into(), kind: "ConfigMap".into() };
+                let ns = primary.pointer("/spec/readNamespace").and_then(Value::as_str).map(str::to_string);
+                let read = primary.pointer("/spec/readName").and_then(Value::as_str).unwrap_or("x").to_string();
+                let got = cache::get(&kind, ns.as_deref(), &read).is_some();
+                let mut namespaces: Vec<String> = cache::query(&kind, None, Some("kwop.dev/readable=yes"))
+                    .iter()
+                    .filter_map(|o| serde_json::from_str::<Value>(o).ok())
+                    .filter_map(|o| o.pointer("/metadata/namespace").and_then(Value::as_str).map(str::to_string))
+                    .collect();
+                namespaces.sort();
+                namespaces.dedup();
+                ok(vec![cm(&target, None, data)], json!({ "phase": "read", "sawOther": got, "queried": namespaces }))
+            }
             "query-loop" => {
                 let times = primary.pointer("/spec/times").and_then(Value::as_u64).unwrap_or(u64::MAX);
                 let kind = Gvk { group: "".into(), version: "v1".into(), kind: "ConfigMap".into() };
