@@ -81,15 +81,58 @@ async fn deploy_applies_and_its_service_account_is_enough_and_no_more() -> anyho
     }
     assert!(can_i(plane, "update", "leases.coordination.k8s.io", Some("kwop-system")));
 
-    // The host with nothing but the service account's token reconciles Foos.
+    // The host with nothing but the service account's token runs the install's example
+    // ReconcilerPlugin (guest-foo from the kwop-plugins ConfigMap), the JavaScript and Python Foo
+    // plugins from a registry (each for its own group, with the RBAC an admin adds for it), and
+    // reports a grant its RBAC lacks as Forbidden.
+    assert!(can_i(plane, "watch", "reconcilerplugins.kwop.dev", None));
+    assert!(
+        can_i(plane, "get", "configmaps", Some("kwop-system")) && can_i(plane, "get", "secrets", Some("kwop-system"))
+    );
+    assert!(!can_i(plane, "list", "secrets", Some("kwop-system")), "pull Secrets are read one by one");
+    let client = plane.client().await?;
+    let reg = kwop_tests::registry::Registry::start()?;
+    let hp = reg.host_port();
+    let langs = [("js", "js.deploy.kwop.dev"), ("python", "py.deploy.kwop.dev")];
+    let groups: Vec<String> = langs.iter().map(|(_, g)| g.to_string()).collect();
+    kwop_tests::bench::variants::install_crds(plane, &groups)?;
+    let mut rbac = String::from(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: kwop-test-groups}\nrules:\n",
+    );
+    for g in &groups {
+        rbac += &format!("- {{apiGroups: [\"{g}\"], resources: [foos], verbs: [get, list, watch]}}\n- {{apiGroups: [\"{g}\"], resources: [foos/status], verbs: [get, patch]}}\n");
+    }
+    rbac += "---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: kwop-test-groups}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: kwop-test-groups}\nsubjects: [{kind: ServiceAccount, name: kwop, namespace: kwop-system}]\n";
+    plane.kubectl_stdin(&["apply", "--server-side", "-f", "-"], &rbac)?;
+    for (lang, group) in langs {
+        let wasm =
+            tokio::task::spawn_blocking(move || kwop_tests::foo_groups::guest_foo_for_group(lang, group)).await??;
+        let reference = format!("{hp}/plugins/foo-{lang}:0.1.0");
+        rp::push(&hp, &wasm, &reference)?;
+        let spec = serde_json::json!({
+            "source": { "oci": reference },
+            "grants": rp::foo_grants(&format!("{group}/v1alpha1")),
+            "limits": { "memory": "128Mi", "timeout": "5s" },
+        });
+        rp::apply_rp(&client, &format!("deploy-foo-{lang}"), "deploy", spec).await?;
+    }
+    // Chaos objects: granted by this ReconcilerPlugin, but not by the host's RBAC.
+    let spec = serde_json::json!({
+        "source": { "oci": format!("{hp}/plugins/chaos:1") },
+        "grants": {
+            "primary": { "apiVersion": "test.kwop.dev/v1", "kind": "Chaos" },
+            "owns": [{ "apiVersion": "v1", "kind": "ConfigMap" }],
+        },
+    });
+    rp::push(&hp, std::path::Path::new(plugins::CHAOS), &format!("{hp}/plugins/chaos:1"))?;
+    rp::apply_rp(&client, "deploy-chaos", "deploy", spec).await?;
+
     let token = plane.kubectl_output(&["create", "token", "kwop", "-n", "kwop-system", "--duration=1h"])?;
     let kc = plane.kubeconfig_with_token(token.trim(), "kwop-sa.kubeconfig")?;
-    let dir = plugins::folder(&[("guest-foo.wasm", plugins::GUEST_FOO)])?;
-    let host = Host::start_with_kubeconfig(
+    let host = Host::start_reconciler_plugins(
         KWOP,
         plane,
         &kc,
-        &dir,
         // Scoped to this test's namespace: other tests in this binary share the cluster and
         // count their own host's writes.
         &[
@@ -97,10 +140,11 @@ async fn deploy_applies_and_its_service_account_is_enough_and_no_more() -> anyho
             "--leader-election-namespace=kwop-system",
             "--leader-election-id=kwop-sa-test",
             &format!("--namespace={ns}"),
+            &format!("--insecure-registry={hp}"),
         ],
-        true,
+        &[],
+        false,
     )?;
-    let client = plane.client().await?;
     create_foo(&client, &ns, "with-sa", "with-sa", Some(2)).await?;
     deployment_where(&client, &ns, "with-sa", "Deployment written with the SA token", |d| {
         d.spec.as_ref().and_then(|s| s.replicas) == Some(2)
@@ -109,6 +153,27 @@ async fn deploy_applies_and_its_service_account_is_enough_and_no_more() -> anyho
     foo_status_where(&client, &ns, "with-sa", "status written with the SA token", |s| s["availableReplicas"] == 0)
         .await?;
     event_with_reason(&client, &ns, "with-sa", "Synced").await?;
+    rp::status_where(&client, "guest-foo", "the example is Ready", Duration::from_secs(60), rp::ready).await?;
+    for (lang, group) in langs {
+        let foo: kube::api::DynamicObject = serde_json::from_value(serde_json::json!({
+            "apiVersion": format!("{group}/v1alpha1"), "kind": "Foo",
+            "metadata": { "name": format!("foo-{lang}") }, "spec": { "deploymentName": format!("dep-{lang}"), "replicas": 1 }
+        }))?;
+        let res = kube::core::ApiResource::from_gvk(&kube::core::GroupVersionKind::gvk(group, "v1alpha1", "Foo"));
+        kube::Api::<kube::api::DynamicObject>::namespaced_with(client.clone(), &ns, &res)
+            .create(&Default::default(), &foo)
+            .await?;
+        deployment_where(&client, &ns, &format!("dep-{lang}"), "written by the plugin from the registry", |_| true)
+            .await?;
+        rp::status_where(&client, &format!("deploy-foo-{lang}"), "Ready", Duration::from_secs(90), rp::ready).await?;
+    }
+    let s = rp::status_where(&client, "deploy-chaos", "Forbidden by RBAC", Duration::from_secs(60), |s| {
+        rp::degraded(s) == Some("Forbidden")
+    })
+    .await?;
+    let msg = s.last_error.unwrap_or_default();
+    assert!(msg.contains("may not list chaos"), "names the missing permission: {msg}");
+    assert_eq!(http_get(host.port, "/healthz")?.0, 200, "a forbidden grant does not take the host down");
     assert_eq!(host.metric("kwop_write_errors_total", &[])?, 0.0, "no write was refused");
     Ok(())
 }

@@ -1,8 +1,8 @@
 //! The container image (issue 20): `scripts/image` builds it without a container engine; it is
 //! unpacked from its OCI layout as a runtime would (digests checked), run from the unpacked root
 //! as the image's user with only the image's files plus what a kubelet mounts (service-account
-//! token, ConfigMap of plugins, an emptyDir cache), and reconciles a Foo with the service
-//! account's token. It is small, its digest is stable, and it pushes to a real registry.
+//! token, an emptyDir cache), and reconciles a Foo with the service account's token, running the
+//! example ReconcilerPlugin of `deploy/`. It is small, its digest is stable, and it pushes to a real registry.
 //!
 //! The first test to run pays for the static release build (~20 min cold on 2 cores), cached
 //! beside this test binary's target folder; later runs take seconds.
@@ -168,14 +168,14 @@ async fn the_image_runs_as_its_user_with_only_its_files_and_reconciles_with_the_
     let ca = plane.ca_crt().ok_or_else(|| anyhow!("needs the harness's own control plane"))?;
     let api_port = plane.server.rsplit(':').next().unwrap_or_default().to_string();
 
-    // What the kubelet would mount: the service-account volume, the plugins ConfigMap, the emptyDir.
+    // What the kubelet would mount: the service-account volume and the emptyDir (plugins come from
+    // the ReconcilerPlugin install() applied).
     let pod_dir = scratch("pod")?;
     let sa = pod_dir.join("serviceaccount");
     std::fs::create_dir_all(&sa)?;
     std::fs::write(sa.join("token"), token.trim())?;
     std::fs::copy(ca, sa.join("ca.crt"))?;
     std::fs::write(sa.join("namespace"), "kwop-system")?;
-    let plugins = kwop_tests::plugins::folder(&[("guest-foo.wasm", kwop_tests::plugins::GUEST_FOO)])?;
     let empty_dir = pod_dir.join("cache");
     std::fs::create_dir_all(&empty_dir)?;
     std::fs::set_permissions(&empty_dir, std::fs::Permissions::from_mode(0o777))?;
@@ -185,16 +185,14 @@ async fn the_image_runs_as_its_user_with_only_its_files_and_reconciles_with_the_
         let (name, path) = (m["name"].as_str().unwrap_or_default(), m["mountPath"].as_str().unwrap_or_default());
         let volume = pod["volumes"].as_sequence().into_iter().flatten().find(|v| v["name"] == name);
         let volume = volume.ok_or_else(|| anyhow!("volumeMount {name} has no volume"))?;
-        let source = if !volume["configMap"].is_null() {
-            plugins.clone()
-        } else if !volume["emptyDir"].is_null() {
+        let source = if !volume["emptyDir"].is_null() {
             empty_dir.clone()
         } else {
-            bail!("volume {name}: the test knows configMap and emptyDir only");
+            bail!("volume {name}: the test knows emptyDir only");
         };
         mounts.push(Mount { source, target: path.into(), writable: m["readOnly"] != true });
     }
-    assert_eq!(mounts.len(), 3, "service account, plugins and cache");
+    assert_eq!(mounts.len(), 2, "service account and cache");
 
     // The container's command: the image's entrypoint and the Deployment's args (probe and metrics
     // ports moved to a free loopback port: this test shares the host's network).

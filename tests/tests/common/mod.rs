@@ -205,9 +205,18 @@ pub fn deploy_tree() -> anyhow::Result<PathBuf> {
     Ok(root.join("deploy"))
 }
 
-/// `kubectl apply --server-side -k deploy/` (a copy with guest-foo in place), as the README says.
+/// `kubectl apply --server-side -k deploy/` (a copy with guest-foo in place), then the example
+/// ReconcilerPlugin `deploy/plugins/guest-foo.yaml`, as the README says.
 pub fn install(plane: &ControlPlane) -> anyhow::Result<()> {
     let dir = deploy_tree()?;
     plane.kubectl_output(&["apply", "--server-side", "--force-conflicts", "-k", &dir.display().to_string()])?;
+    plane.kubectl_output(&[
+        "wait",
+        "--for=condition=established",
+        "--timeout=60s",
+        "crd/reconcilerplugins.kwop.dev",
+    ])?;
+    let example = kwop_tests::repo_root().join("deploy/plugins/guest-foo.yaml");
+    plane.kubectl_output(&["apply", "--server-side", "--force-conflicts", "-f", &example.display().to_string()])?;
     Ok(())
 }
