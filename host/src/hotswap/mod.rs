@@ -8,6 +8,7 @@
 //! triggers a full rescan by content hash, so how a file got replaced does not matter.
 
 mod drive;
+mod load;
 pub mod report;
 mod slot;
 pub mod supervisor;

@@ -137,3 +137,68 @@ pub fn same(a: &ReconcilerPluginStatus, b: &ReconcilerPluginStatus) -> bool {
     };
     strip(a) == strip(b)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hotswap::report::Identity;
+
+    fn report(state: State) -> Report {
+        let good = Identity { name: "p".into(), version: "1".into(), primary: "g/v1/Foo".into(), sha256: "ab".into() };
+        Report { key: "reconcilerplugin/p".into(), good: Some(good), state, active: true }
+    }
+
+    fn cond<'a>(s: &'a ReconcilerPluginStatus, t: &str) -> (&'a str, &'a str) {
+        let c = s.conditions.iter().find(|c| c.type_ == t).expect("condition");
+        (c.status.as_str(), c.reason.as_str())
+    }
+
+    #[test]
+    fn a_failed_fetch_beside_a_running_version_is_degraded_not_down() {
+        let r = report(State::Running);
+        let e = FetchError { reason: "Unreachable", message: "reg: connection refused".into(), retry: true };
+        let k = Known {
+            key: Some("oci:reg/p:2".into()),
+            fetch_error: Some(&e),
+            report: Some(&r),
+            synced: true,
+            ..Default::default()
+        };
+        let s = compute(&k, None);
+        assert_eq!(cond(&s, "Ready"), ("True", "Running"));
+        assert_eq!(cond(&s, "Degraded"), ("True", "Unreachable"));
+        assert!(s.last_error.as_deref().is_some_and(|m| m.contains("keeps running")));
+        assert_eq!(s.active_digest.as_deref(), Some("sha256:ab"));
+        assert_eq!(s.source.map(|s| s.reference).as_deref(), Some("reg/p:2"));
+    }
+
+    #[test]
+    fn conflicts_suspension_and_invalid_specs_have_their_reasons() {
+        let r = report(State::Conflict { message: "x holds it".into() });
+        let s = compute(&Known { report: Some(&r), ..Default::default() }, None);
+        assert_eq!((cond(&s, "Ready"), cond(&s, "Degraded")), (("False", "Conflict"), ("True", "Conflict")));
+        let r = report(State::Idle);
+        let s = compute(&Known { report: Some(&r), suspend: true, ..Default::default() }, None);
+        assert_eq!((cond(&s, "Ready"), cond(&s, "Degraded")), (("False", "Suspended"), ("False", "AsExpected")));
+        let k = Known { invalid: Some("spec.limits.memory: bad".into()), ..Default::default() };
+        assert_eq!(cond(&compute(&k, None), "Degraded"), ("True", "InvalidSpec"));
+    }
+
+    #[test]
+    fn an_unchanged_condition_keeps_its_transition_time() {
+        let r = report(State::Running);
+        let k = Known { report: Some(&r), synced: true, ..Default::default() };
+        let mut first = compute(&k, None);
+        first
+            .conditions
+            .iter_mut()
+            .for_each(|c| c.last_transition_time = Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH));
+        let again = compute(&k, Some(&first));
+        assert!(same(&first, &again));
+        assert!(again.conditions.iter().all(|c| c.last_transition_time.0 == k8s_openapi::jiff::Timestamp::UNIX_EPOCH));
+        let r2 = report(State::Loading);
+        let changed = compute(&Known { report: Some(&r2), ..Default::default() }, Some(&first));
+        let ready = changed.conditions.iter().find(|c| c.type_ == "Ready").expect("ready");
+        assert_ne!(ready.last_transition_time.0, k8s_openapi::jiff::Timestamp::UNIX_EPOCH);
+    }
+}

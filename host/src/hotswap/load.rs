@@ -1,0 +1,199 @@
+//! Taking what a source offers: each entry loaded (compiled, `info()` run) in the background
+//! under its limits, checked against its grants and the one-plugin-per-kind rule, and kept as the
+//! plugin's good version, or refused with the reason a status or /plugins shows.
+
+use super::report::{reason_of_load_label, State};
+use super::slot::status_of;
+use super::supervisor::{Event, Supervisor};
+use crate::plugin::{LimitSet, LoadError, LoadedPlugin};
+use crate::source::{grants::Grants, Catalog, Entry};
+use crate::telemetry::metrics::LoadLabels;
+use std::sync::Arc;
+
+impl Supervisor {
+    pub(super) fn on_catalog(&mut self, catalog: Catalog) {
+        let Catalog { entries, errors } = catalog;
+        for (file, e) in errors {
+            tracing::error!(file, "plugin rejected: {e}");
+        }
+        let removed: Vec<String> = self
+            .slots
+            .iter()
+            .filter(|(f, s)| !s.removed && !entries.contains_key(*f))
+            .map(|(f, _)| f.clone())
+            .collect();
+        for file in removed {
+            if let Some(slot) = self.slots.get_mut(&file) {
+                slot.removed = true;
+                if let Some(l) = slot.loading.take() {
+                    l.abort();
+                    tracing::info!(file, "plugin removed while it was loading; the load is abandoned");
+                }
+                tracing::info!(file, "plugin removed; stopping its controller, nothing deleted in the cluster");
+            }
+            self.drive(&file);
+        }
+        for (file, entry) in entries {
+            let fingerprint = entry.fingerprint();
+            let limits = self.limits_for(&entry);
+            let slot = self.slots.entry(file.clone()).or_default();
+            let suspend_changed = slot.entry.as_ref().is_some_and(|e| e.suspend != entry.suspend);
+            if slot.seen == fingerprint && !slot.removed {
+                slot.entry = Some(entry);
+                if suspend_changed {
+                    self.drive(&file);
+                    self.report_idle_or_running(&file);
+                }
+                continue;
+            }
+            slot.removed = false;
+            slot.seen = fingerprint.clone();
+            if let Some(l) = slot.loading.take() {
+                l.abort();
+            }
+            let limits = match limits {
+                Ok(l) => l,
+                Err(msg) => {
+                    slot.entry = Some(entry);
+                    self.load_failed(&file, "invalid", msg);
+                    continue;
+                }
+            };
+            let (engine, tx, f, fp) = (self.engine.clone(), self.events.0.clone(), file.clone(), fingerprint);
+            tracing::info!(file, sha256 = %entry.sha256, origin = %entry.origin.display(), "loading plugin");
+            let (path, bytes) = (entry.origin.clone(), entry.bytes.clone());
+            slot.entry = Some(entry);
+            let task = tokio::spawn(async move {
+                let e2 = engine.clone();
+                let compiled = tokio::task::spawn_blocking(move || LoadedPlugin::compile(&e2, &bytes, &path)).await;
+                let result = match compiled {
+                    Ok(Ok(c)) => LoadedPlugin::from_compiled(&engine, c, &limits).await,
+                    Ok(Err(e)) => Err(e),
+                    Err(e) => Err(LoadError::NotAComponent(format!("compiler task failed: {e}"))),
+                };
+                let _ = tx.send(Event::Loaded { file: f, fingerprint: fp, result: Box::new(result) });
+            });
+            slot.loading = Some(task.abort_handle());
+            self.report(&file, State::Loading);
+        }
+    }
+
+    /// The limits an entry loads under: the host's, with the entry's own over them.
+    fn limits_for(&self, entry: &Entry) -> Result<LimitSet, String> {
+        let o = &entry.limits;
+        if o.memory.is_none() && o.timeout.is_none() {
+            return Ok((*self.limits).clone());
+        }
+        let mut l = self.limits.default.clone();
+        if let Some(m) = o.memory {
+            let max = self.engine.config.max_memory_bytes;
+            if m > max {
+                return Err(format!(
+                    "spec.limits.memory ({m} bytes) is above the host's largest plugin memory ({max} bytes, --plugin-memory-max)"
+                ));
+            }
+            l.memory_bytes = m;
+        }
+        l.deadline = o.timeout.unwrap_or(l.deadline);
+        Ok(LimitSet::from(l))
+    }
+
+    pub(super) fn on_loaded(&mut self, file: String, fingerprint: String, result: Result<LoadedPlugin, LoadError>) {
+        let Some(slot) = self.slots.get_mut(&file) else {
+            tracing::info!(file, "plugin removed while it was loading; discarded");
+            return;
+        };
+        if slot.seen != fingerprint || slot.removed {
+            tracing::info!(file, fingerprint, "plugin changed or removed while it was loading; discarded");
+            return;
+        }
+        slot.loading = None;
+        // Gone since, and the folder scan has not told yet: do not start it (the scan removes
+        // the slot).
+        if self.dir.as_ref().is_some_and(|d| !d.join(&file).is_file()) {
+            tracing::info!(file, fingerprint, "plugin file removed while it was loading; discarded");
+            return;
+        }
+        let mut plugin = match result {
+            Ok(p) => p,
+            Err(e) => return self.load_failed(&file, e.label(), e.to_string()),
+        };
+        let entry = slot.entry.clone();
+        match entry.as_ref().and_then(|e| e.grants.clone()) {
+            Some(g) => {
+                if let Err(msg) = g.check(&plugin.info) {
+                    // The admin's grants changed under a running version: it stops too.
+                    if slot.good.as_ref().is_some_and(|old| old.grants != g) {
+                        slot.good = None;
+                        self.drive(&file);
+                    }
+                    return self.load_failed(&file, "forbidden", msg);
+                }
+                plugin.grants = g;
+            }
+            None => {
+                tracing::warn!(file, plugin = %plugin.info.name, "folder mode: the plugin's own info() is its authority (a cluster grants it with a ReconcilerPlugin)");
+                plugin.grants = Arc::new(Grants::from_info(&plugin.info));
+            }
+        }
+        plugin.limits.concurrency = entry.as_ref().and_then(|e| e.limits.concurrency);
+        if let Some(holder) = self.running_holder(&file, &plugin.info.primary) {
+            if self.slots.get(&file).is_some_and(|s| s.good.is_some()) {
+                let msg = format!(
+                    "{}: {}; the running version is kept",
+                    file,
+                    super::drive::conflict_message(&holder, &plugin.info.primary)
+                );
+                return self.load_failed(&file, "conflict", msg);
+            }
+        }
+        let taken = self.slots.iter().find(|(f, s)| {
+            // Same name and same primary kind: the one-plugin-per-kind rule decides (Conflict).
+            **f != file
+                && s.good.as_ref().is_some_and(|g| {
+                    g.info.name == plugin.info.name && !g.info.primary.same_group_kind(&plugin.info.primary)
+                })
+        });
+        if let Some((other, _)) = taken {
+            let msg = format!(
+                "plugin name {:?} is already provided by {other}; names must be unique (they name the field manager)",
+                plugin.info.name
+            );
+            return self.load_failed(&file, "duplicate_name", msg);
+        }
+        tracing::info!(file, plugin = %plugin.info.name, version = %plugin.info.version, sha256 = %plugin.sha256,
+            precompiled_cache_hit = plugin.from_cache, "plugin loaded");
+        let plugin = Arc::new(plugin);
+        if let Some(slot) = self.slots.get_mut(&file) {
+            slot.good = Some(plugin.clone());
+            if slot.controller.is_none() && !slot.busy {
+                self.shared.health.set_plugin(&file, status_of(&file, &plugin));
+            }
+        }
+        self.publish_unmatched();
+        self.report(&file, State::Loaded);
+        self.drive(&file);
+        if self.slots.get(&file).is_some_and(|s| s.controller.is_some()) {
+            self.report(&file, State::Running);
+        }
+    }
+
+    pub(super) fn load_failed(&mut self, file: &str, reason: &str, msg: String) {
+        let kept =
+            self.slots.get(file).and_then(|s| s.good.as_ref()).map(|g| format!("{} {}", g.info.name, g.info.version));
+        match &kept {
+            Some(k) => {
+                tracing::error!(file, reason, kept_running = %k, "plugin file rejected, previous version keeps running: {msg}")
+            }
+            None => tracing::error!(file, reason, "plugin file rejected: {msg}"),
+        }
+        self.shared
+            .metrics
+            .load_failures
+            .get_or_create(&LoadLabels { file: file.to_string(), reason: reason.to_string() })
+            .inc();
+        self.shared.health.set_rejected(file, msg.clone());
+        let state = State::Rejected { reason: reason_of_load_label(reason), message: msg, kept: kept.is_some() };
+        self.report(file, state);
+    }
+}
