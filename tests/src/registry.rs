@@ -108,7 +108,9 @@ impl Registry {
                 bail!("registry exited early ({}):\n{}", log.display(), proc.tail(20));
             }
             // With auth, an anonymous /v2/ is refused: that answer means it is up too.
-            if matches!(http(port, "GET", "/v2/", ""), Ok((200, _, _))) || (htpasswd.is_some() && matches!(http(port, "GET", "/v2/", ""), Ok((401, _, _)))) {
+            if matches!(http(port, "GET", "/v2/", ""), Ok((200, _, _)))
+                || (htpasswd.is_some() && matches!(http(port, "GET", "/v2/", ""), Ok((401, _, _))))
+            {
                 break;
             }
             if start.elapsed() > Duration::from_secs(30) {

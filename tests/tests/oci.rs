@@ -65,7 +65,8 @@ fn the_cli_pushes_in_the_wasm_layout_and_pulls_by_tag_and_by_digest() {
     let bytes = std::fs::read(&file).expect("guest");
     let reference = format!("{}/kwop/foo-rust:1.0", reg.host_port());
     let hp = reg.host_port();
-    let (code, out, err) = kwop(&["plugin", "push", &file.display().to_string(), &reference, "--insecure-registry", &hp], &dir);
+    let (code, out, err) =
+        kwop(&["plugin", "push", &file.display().to_string(), &reference, "--insecure-registry", &hp], &dir);
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(out.lines().count(), 1, "one line: {out}");
     let pinned = out.trim().to_string();
@@ -90,18 +91,30 @@ fn the_cli_pushes_in_the_wasm_layout_and_pulls_by_tag_and_by_digest() {
 
     // Pulled by tag and by digest (with a prefix): the same bytes, the same pinned reference.
     let by_tag = dir.join("by-tag.wasm");
-    let (code, out, err) = kwop(&["plugin", "pull", &reference, "-o", &by_tag.display().to_string(), "--insecure-registry", &hp], &dir);
+    let (code, out, err) =
+        kwop(&["plugin", "pull", &reference, "-o", &by_tag.display().to_string(), "--insecure-registry", &hp], &dir);
     assert_eq!((code, out.trim()), (0, pinned.as_str()), "{err}");
     assert!(std::fs::read(&by_tag).expect("written") == bytes, "identical bytes by tag");
     let by_digest = dir.join("by-digest.wasm");
-    let (code, out, err) =
-        kwop(&["plugin", "pull", &format!("oci://{pinned}"), "-o", &by_digest.display().to_string(), "--insecure-registry", "127.0.0.1"], &dir);
+    let (code, out, err) = kwop(
+        &[
+            "plugin",
+            "pull",
+            &format!("oci://{pinned}"),
+            "-o",
+            &by_digest.display().to_string(),
+            "--insecure-registry",
+            "127.0.0.1",
+        ],
+        &dir,
+    );
     assert_eq!((code, out.trim()), (0, pinned.as_str()), "{err}");
     assert!(std::fs::read(&by_digest).expect("written") == bytes, "identical bytes by digest");
 
     // Reproducible: the same file again, even to another tag, is the same manifest.
     let again = format!("{}/kwop/foo-rust:again", reg.host_port());
-    let (code, out, err) = kwop(&["plugin", "push", &file.display().to_string(), &again, "--insecure-registry", &hp], &dir);
+    let (code, out, err) =
+        kwop(&["plugin", "push", &file.display().to_string(), &again, "--insecure-registry", &hp], &dir);
     assert_eq!(code, 0, "{err}");
     assert_eq!(out.trim(), pinned, "same bytes, same digest");
 }
@@ -115,9 +128,14 @@ fn the_cli_refuses_what_it_cannot_do_in_one_line() {
     std::fs::write(&text, "hello").expect("write");
     let core = dir.join("core.wasm");
     std::fs::write(&core, b"\0asm\x01\0\0\0").expect("write");
-    for (file, needle) in [(text, "magic number"), (core, "core WebAssembly module"), (PathBuf::from(kwop_tests::plugins::WRONG_WORLD), "kwop:reconciler")] {
+    for (file, needle) in [
+        (text, "magic number"),
+        (core, "core WebAssembly module"),
+        (PathBuf::from(kwop_tests::plugins::WRONG_WORLD), "kwop:reconciler"),
+    ] {
         let r = format!("{hp}/kwop/bad:1");
-        let (code, out, err) = kwop(&["plugin", "push", &file.display().to_string(), &r, "--insecure-registry", &hp], &dir);
+        let (code, out, err) =
+            kwop(&["plugin", "push", &file.display().to_string(), &r, "--insecure-registry", &hp], &dir);
         assert_eq!((code, out.as_str()), (1, ""), "{}: {err}", file.display());
         assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
         assert!(err.contains(needle) && err.contains("not pushed"), "{err}");
@@ -126,8 +144,18 @@ fn the_cli_refuses_what_it_cannot_do_in_one_line() {
     assert_eq!(status, 404, "nothing was pushed");
 
     let out_file = dir.join("missing.wasm");
-    let (code, out, err) =
-        kwop(&["plugin", "pull", &format!("{hp}/kwop/bad:1"), "-o", &out_file.display().to_string(), "--insecure-registry", &hp], &dir);
+    let (code, out, err) = kwop(
+        &[
+            "plugin",
+            "pull",
+            &format!("{hp}/kwop/bad:1"),
+            "-o",
+            &out_file.display().to_string(),
+            "--insecure-registry",
+            &hp,
+        ],
+        &dir,
+    );
     assert_eq!((code, out.as_str()), (1, ""), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
     assert!(err.contains("not found") && err.contains(&format!("{hp}/kwop/bad:1")), "{err}");
@@ -151,7 +179,8 @@ async fn pulls_are_verified_and_failures_carry_their_reason() {
     assert!(by_tag.bytes == bytes, "identical bytes");
     let by_digest = oci::pull(&pinned, &Auth::Anonymous, &cfg).await.expect("pull by digest");
     assert_eq!(by_digest, by_tag);
-    let again = oci::push(bytes.clone(), &format!("{hp}/lib/foo:v1-again"), &Auth::Anonymous, &cfg).await.expect("push");
+    let again =
+        oci::push(bytes.clone(), &format!("{hp}/lib/foo:v1-again"), &Auth::Anonymous, &cfg).await.expect("push");
     assert_eq!(again, pinned, "reproducible");
 
     let reason = |r: Result<oci::Pulled, oci::OciError>| match r {
@@ -173,7 +202,8 @@ async fn pulls_are_verified_and_failures_carry_their_reason() {
     let (r, msg) = reason(oci::pull(&pinned, &Auth::Anonymous, &small).await);
     assert_eq!(r, "TooLarge", "{msg}");
     assert!(msg.contains(&bytes.len().to_string()), "{msg}");
-    let e = oci::push(bytes.clone(), &format!("{hp}/lib/foo:big"), &Auth::Anonymous, &small).await.expect_err("too large");
+    let e =
+        oci::push(bytes.clone(), &format!("{hp}/lib/foo:big"), &Auth::Anonymous, &small).await.expect_err("too large");
     assert_eq!(e.reason(), "TooLarge", "{e}");
 
     // A plain container image (an OCI config and a tar+gzip layer) pushed with oci-client.
@@ -191,7 +221,10 @@ async fn pulls_are_verified_and_failures_carry_their_reason() {
         .expect("push a plain image");
     let (r, msg) = reason(oci::pull(&format!("{hp}/lib/image:1"), &Auth::Anonymous, &cfg).await);
     assert_eq!(r, "NotAComponent", "{msg}");
-    assert!(msg.contains("application/vnd.oci.image.config.v1+json") && msg.contains("tar+gzip"), "says what it found: {msg}");
+    assert!(
+        msg.contains("application/vnd.oci.image.config.v1+json") && msg.contains("tar+gzip"),
+        "says what it found: {msg}"
+    );
 
     // Not HTTPS-capable, and not listed as insecure: unreachable, not a hang.
     let (r, msg) = reason(oci::pull(&pinned, &Auth::Anonymous, &OciConfig::default()).await);

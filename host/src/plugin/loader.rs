@@ -338,7 +338,9 @@ fn compile(engine: &PluginEngine, bytes: &[u8], sha256: &str) -> Result<(Compone
     if let Some(compiled) = cache.get(&key) {
         match deserialize(engine, &compiled) {
             Ok(c) => return Ok((c, true)),
-            Err(e) => tracing::warn!(dir = %cache.dir().display(), %key, "precompiled cache entry unusable, recompiling: {e:#}"),
+            Err(e) => {
+                tracing::warn!(dir = %cache.dir().display(), %key, "precompiled cache entry unusable, recompiling: {e:#}")
+            }
         }
     }
     let compiled = engine.engine.precompile_component(bytes).map_err(not_loadable)?;

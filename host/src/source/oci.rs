@@ -76,14 +76,14 @@ async fn pull_inner(r: &Reference, name: &str, auth: &Auth, cfg: &OciConfig) -> 
         oci_client::manifest::OCI_IMAGE_INDEX_MEDIA_TYPE,
         oci_client::manifest::IMAGE_MANIFEST_LIST_MEDIA_TYPE,
     ];
-    let (raw, _) = client
-        .pull_manifest_raw(r, &auth.to_client(), &accepted)
-        .await
-        .map_err(|e| OciError::from_client(name, e))?;
+    let (raw, _) =
+        client.pull_manifest_raw(r, &auth.to_client(), &accepted).await.map_err(|e| OciError::from_client(name, e))?;
     let digest = verify_manifest(name, r.digest(), &raw)?;
     let layer = wasm_layer(name, &raw)?;
-    let size = u64::try_from(layer.size)
-        .map_err(|_| OciError::NotAComponent { reference: name.into(), detail: "its layer has a negative size".into() })?;
+    let size = u64::try_from(layer.size).map_err(|_| OciError::NotAComponent {
+        reference: name.into(),
+        detail: "its layer has a negative size".into(),
+    })?;
     if size > cfg.max_bytes {
         return Err(OciError::TooLarge { reference: name.into(), size, limit: cfg.max_bytes });
     }
@@ -189,9 +189,12 @@ pub fn parse_reference(reference: &str) -> Result<Reference, OciError> {
         return Err(bad("it is empty".into()));
     }
     if s.contains("://") {
-        return Err(bad("only the oci:// and registry:// prefixes are understood (e.g. ghcr.io/org/plugin:1.0)".into()));
+        return Err(
+            bad("only the oci:// and registry:// prefixes are understood (e.g. ghcr.io/org/plugin:1.0)".into()),
+        );
     }
-    let r: Reference = s.parse().map_err(|e| bad(format!("{e} (expected host/repository:tag or host/repository@sha256:...)")))?;
+    let r: Reference =
+        s.parse().map_err(|e| bad(format!("{e} (expected host/repository:tag or host/repository@sha256:...)")))?;
     if let Some(d) = r.digest() {
         let hex = d.strip_prefix("sha256:").unwrap_or_default();
         if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
@@ -206,12 +209,9 @@ pub fn parse_reference(reference: &str) -> Result<Reference, OciError> {
 pub(crate) fn verify_manifest(name: &str, expected: Option<&str>, raw: &[u8]) -> Result<String, OciError> {
     let actual = sha256_digest(raw);
     match expected {
-        Some(want) if want != actual => Err(OciError::DigestMismatch {
-            reference: name.into(),
-            what: "manifest",
-            expected: want.into(),
-            actual,
-        }),
+        Some(want) if want != actual => {
+            Err(OciError::DigestMismatch { reference: name.into(), what: "manifest", expected: want.into(), actual })
+        }
         _ => Ok(actual),
     }
 }
@@ -220,7 +220,12 @@ pub(crate) fn verify_manifest(name: &str, expected: Option<&str>, raw: &[u8]) ->
 pub(crate) fn verify_layer(name: &str, expected: &str, bytes: &[u8]) -> Result<(), OciError> {
     let actual = sha256_digest(bytes);
     if actual != expected {
-        return Err(OciError::DigestMismatch { reference: name.into(), what: "layer", expected: expected.into(), actual });
+        return Err(OciError::DigestMismatch {
+            reference: name.into(),
+            what: "layer",
+            expected: expected.into(),
+            actual,
+        });
     }
     Ok(())
 }
@@ -235,7 +240,8 @@ pub(crate) fn wasm_layer(name: &str, raw: &[u8]) -> Result<OciDescriptor, OciErr
         manifests: Option<serde_json::Value>,
     }
     let probe: Probe = serde_json::from_slice(raw).map_err(|e| not(format!("its manifest is not JSON: {e}")))?;
-    let index_types = [oci_client::manifest::OCI_IMAGE_INDEX_MEDIA_TYPE, oci_client::manifest::IMAGE_MANIFEST_LIST_MEDIA_TYPE];
+    let index_types =
+        [oci_client::manifest::OCI_IMAGE_INDEX_MEDIA_TYPE, oci_client::manifest::IMAGE_MANIFEST_LIST_MEDIA_TYPE];
     if probe.manifests.is_some() || probe.media_type.as_deref().is_some_and(|t| index_types.contains(&t)) {
         return Err(not("it is an image index (a multi-platform image), not a single wasm artifact".into()));
     }

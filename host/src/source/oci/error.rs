@@ -140,9 +140,10 @@ impl OciError {
             | E::UnsupportedMediaTypeError(_)
             | E::UnsupportedSchemaVersionError(_)
             | E::JsonError(_)
-            | E::ManifestEncodingError(_)) => {
-                OciError::NotAComponent { reference: r, detail: format!("unusable manifest: {}", one_line(&e.to_string())) }
-            }
+            | E::ManifestEncodingError(_)) => OciError::NotAComponent {
+                reference: r,
+                detail: format!("unusable manifest: {}", one_line(&e.to_string())),
+            },
             E::UrlParseError(m) => OciError::InvalidReference { reference: r, detail: m },
             e => OciError::Registry { reference: r, detail: one_line(&e.to_string()) },
         }

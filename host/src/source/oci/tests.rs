@@ -8,9 +8,14 @@ const D: &str = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef01234567
 
 #[test]
 fn references_parse_with_or_without_a_prefix() {
-    for s in ["127.0.0.1:5000/kwop/foo:1.0", "oci://127.0.0.1:5000/kwop/foo:1.0", "registry://127.0.0.1:5000/kwop/foo:1.0"] {
+    for s in
+        ["127.0.0.1:5000/kwop/foo:1.0", "oci://127.0.0.1:5000/kwop/foo:1.0", "registry://127.0.0.1:5000/kwop/foo:1.0"]
+    {
         let r = parse_reference(s).expect(s);
-        assert_eq!((r.registry(), r.repository(), r.tag(), r.digest()), ("127.0.0.1:5000", "kwop/foo", Some("1.0"), None));
+        assert_eq!(
+            (r.registry(), r.repository(), r.tag(), r.digest()),
+            ("127.0.0.1:5000", "kwop/foo", Some("1.0"), None)
+        );
     }
     let r = parse_reference(&format!("ghcr.io/org/foo@{D}")).expect("by digest");
     assert_eq!((r.registry(), r.repository(), r.tag(), r.digest()), ("ghcr.io", "org/foo", None, Some(D)));
@@ -122,7 +127,10 @@ fn only_the_wasm_layout_is_a_component_artifact() {
     assert_eq!((l.digest.as_str(), l.size), (D, 10));
     let image = "application/vnd.oci.image.layer.v1.tar+gzip";
     for (raw, needle) in [
-        (manifest("application/vnd.oci.image.config.v1+json", &[image]), "config application/vnd.oci.image.config.v1+json, layers [application/vnd.oci.image.layer.v1.tar+gzip]"),
+        (
+            manifest("application/vnd.oci.image.config.v1+json", &[image]),
+            "config application/vnd.oci.image.config.v1+json, layers [application/vnd.oci.image.layer.v1.tar+gzip]",
+        ),
         (manifest(WASM_MANIFEST_CONFIG_MEDIA_TYPE, &[WASM_LAYER_MEDIA_TYPE, WASM_LAYER_MEDIA_TYPE]), "exactly one"),
         (manifest(WASM_MANIFEST_CONFIG_MEDIA_TYPE, &[]), "layers []"),
         (manifest(WASM_MANIFEST_CONFIG_MEDIA_TYPE, &[image]), "exactly one application/wasm"),
@@ -187,7 +195,10 @@ fn client_errors_map_to_status_reasons() {
         (OciDistributionError::UnauthorizedError { url: "u".into() }, "Unauthorized"),
         (OciDistributionError::AuthenticationFailure("no".into()), "Unauthorized"),
         (
-            OciDistributionError::DigestError(DigestError::VerificationError { expected: D.into(), actual: "b".into() }),
+            OciDistributionError::DigestError(DigestError::VerificationError {
+                expected: D.into(),
+                actual: "b".into(),
+            }),
             "DigestMismatch",
         ),
         (OciDistributionError::ImageIndexParsingNoPlatformResolverError, "NotAComponent"),
@@ -223,7 +234,8 @@ async fn a_refused_connection_is_unreachable_and_a_silent_registry_times_out() {
             held.push(s);
         }
     });
-    let cfg = OciConfig { insecure: vec![addr.to_string()], timeout: Duration::from_millis(500), ..OciConfig::default() };
+    let cfg =
+        OciConfig { insecure: vec![addr.to_string()], timeout: Duration::from_millis(500), ..OciConfig::default() };
     let started = std::time::Instant::now();
     let e = pull(&format!("{addr}/x:1"), &Auth::Anonymous, &cfg).await.expect_err("silent");
     assert_eq!(e.reason(), "Unreachable", "{e}");
