@@ -69,6 +69,16 @@ fn find_binary() -> Result<PathBuf> {
 impl Registry {
     /// Starts a registry on a free loopback port and waits until `/v2/` answers.
     pub fn start() -> Result<Registry> {
+        Self::start_with(None)
+    }
+
+    /// Starts a registry that requires HTTP basic auth: `htpasswd` is the file's content
+    /// (`user:bcrypt-hash` lines, as `htpasswd -B` writes them).
+    pub fn start_with_htpasswd(htpasswd: &str) -> Result<Registry> {
+        Self::start_with(Some(htpasswd))
+    }
+
+    fn start_with(htpasswd: Option<&str>) -> Result<Registry> {
         let bin = binary()?;
         static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -78,13 +88,16 @@ impl Registry {
         std::fs::create_dir_all(&storage)?;
         let port = free_port()?;
         let config = dir.join("config.yml");
-        std::fs::write(
-            &config,
-            format!(
-                "version: 0.1\nlog:\n  level: info\n  accesslog:\n    disabled: false\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: 127.0.0.1:{port}\n  secret: kwop-test-{n}\n",
-                storage.display()
-            ),
-        )?;
+        let mut yaml = format!(
+            "version: 0.1\nlog:\n  level: info\n  accesslog:\n    disabled: false\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: 127.0.0.1:{port}\n  secret: kwop-test-{n}\n",
+            storage.display()
+        );
+        if let Some(users) = htpasswd {
+            let file = dir.join("htpasswd");
+            std::fs::write(&file, users)?;
+            yaml.push_str(&format!("auth:\n  htpasswd:\n    realm: kwop-test\n    path: {}\n", file.display()));
+        }
+        std::fs::write(&config, yaml)?;
         let log = dir.join("registry.log");
         // No OpenTelemetry exporter: nothing listens for it here.
         let envs = [("OTEL_TRACES_EXPORTER", "none")];
@@ -94,7 +107,10 @@ impl Registry {
             if !proc.running() {
                 bail!("registry exited early ({}):\n{}", log.display(), proc.tail(20));
             }
-            if matches!(http(port, "GET", "/v2/", ""), Ok((200, _, _))) {
+            // With auth, an anonymous /v2/ is refused: that answer means it is up too.
+            if matches!(http(port, "GET", "/v2/", ""), Ok((200, _, _)))
+                || (htpasswd.is_some() && matches!(http(port, "GET", "/v2/", ""), Ok((401, _, _))))
+            {
                 break;
             }
             if start.elapsed() > Duration::from_secs(30) {

@@ -266,17 +266,8 @@ fn is_component(bytes: &[u8]) -> bool {
 }
 
 /// A client for `r`'s registry: plain HTTP if it is listed as insecure.
-/// reqwest is built without a TLS provider of its own (see host/Cargo.toml): the process gets
-/// ring, the one kube uses, once. A provider someone installed before stays.
-fn ensure_crypto_provider() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
-}
-
 fn client(r: &Reference, cfg: &OciConfig) -> Client {
-    ensure_crypto_provider();
+    install_crypto_provider();
     let registry = r.resolve_registry().to_string();
     let host = registry.rsplit_once(':').map(|(h, _)| h).unwrap_or(&registry);
     let insecure = cfg.insecure.iter().map(|s| auth::normalize(s)).any(|s| s == registry || s == host);
@@ -289,6 +280,13 @@ fn client(r: &Reference, cfg: &OciConfig) -> Client {
         platform_resolver: None,
         ..ClientConfig::default()
     })
+}
+
+/// Makes ring the process's rustls provider (reqwest is built without one; kube would choose ring
+/// too, the only one compiled in). Installing twice is harmless. Call before building any HTTPS
+/// client outside kube (oci-client's, or one in tests).
+pub fn install_crypto_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
 /// Runs `f` within `timeout`, else an `Unreachable` error naming the reference.
