@@ -35,7 +35,7 @@ fn rp_host(plane: &ControlPlane, label: &str, registry: &str, extra: &[&str]) ->
         vec![format!("--reconciler-plugin-selector=kwop.dev/test={label}"), format!("--insecure-registry={registry}")];
     args.extend(extra.iter().map(|s| s.to_string()));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    Ok(Host::start_reconciler_plugins(KWOP, plane, &plane.kubeconfig, &args, &[], true)?)
+    Host::start_reconciler_plugins(KWOP, plane, &plane.kubeconfig, &args, &[], true)
 }
 
 fn is_v2(d: &Deployment) -> bool {

@@ -65,7 +65,7 @@ pub struct PluginSource {
 pub struct ConfigMapSource {
     /// The ConfigMap's name (in the host's namespace).
     pub name: String,
-    /// The key under `binaryData` (or `data`, base64 is not decoded there).
+    /// The key under `binaryData` (`kubectl create configmap --from-file` puts a .wasm there).
     pub key: String,
 }
 
