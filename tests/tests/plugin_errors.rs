@@ -234,11 +234,11 @@ async fn errors_in_the_plugins_language_are_warning_events() -> anyhow::Result<(
     let plane = ControlPlane::shared(Mode::Api)?;
     let ns = plane.namespace("lang-errors")?;
     let client = plane.client().await?;
-    let dir = kwop_tests::plugins::folder(&[
-        ("js.wasm", &js_plugin().display().to_string()),
-        ("py.wasm", &python_plugin().display().to_string()),
-    ])?;
-    let host = host(plane, &dir, &[&format!("--namespace={ns}")])?;
+    // One plugin per primary kind per host: the two Foo plugins run in two hosts.
+    let js_dir = kwop_tests::plugins::folder(&[("js.wasm", &js_plugin().display().to_string())])?;
+    let py_dir = kwop_tests::plugins::folder(&[("py.wasm", &python_plugin().display().to_string())])?;
+    let _py_host = host(plane, &py_dir, &[&format!("--namespace={ns}")])?;
+    let host = host(plane, &js_dir, &[&format!("--namespace={ns}")])?;
     create_foo(&client, &ns, "throws", "web", None).await?;
     let js = event_with_reason(&client, &ns, "throws", "ReconcileFailed").await?;
     let note = js.note.unwrap_or_default();

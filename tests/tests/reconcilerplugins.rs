@@ -363,3 +363,97 @@ async fn in_folder_mode_a_second_file_for_a_kind_is_rejected() -> anyhow::Result
     assert_eq!(by_js, 0);
     Ok(())
 }
+
+/// `kwop` / `kwop-secret` (bcrypt, cost 4), as `htpasswd -B` writes it.
+const HTPASSWD: &str = "kwop:$2b$04$O.KKWBPHPCWHtaq0e/tWMubwgTSG.bLiaYSnNPdNjWOLEz/ymLWsW\n";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_configmap_source_hot_swaps_and_a_private_registry_needs_its_pull_secret() -> anyhow::Result<()> {
+    use base64::Engine as _;
+    let plane = ControlPlane::shared(Mode::Api)?;
+    let client = plane.client().await?;
+    let ns = plane.namespace("rp-sources")?;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
+    let cm = |file: &str| -> anyhow::Result<ConfigMap> {
+        Ok(serde_json::from_value(json!({
+            "metadata": { "name": "plugins" },
+            "binaryData": { "guest-foo.wasm": base64::engine::general_purpose::STANDARD.encode(std::fs::read(file)?) },
+        }))?)
+    };
+    cms.create(&PostParams::default(), &cm(plugins::GUEST_FOO)?).await?;
+    let from_cm = format!("from-cm-{ns}");
+    let spec = json!({
+        "source": { "configMap": { "name": "plugins", "key": "guest-foo.wasm" } },
+        "grants": foo_grants("samplecontroller.k8s.io/v1alpha1"),
+    });
+    apply_rp(&client, &from_cm, &ns, spec).await?;
+
+    // A registry that wants credentials, and a ReconcilerPlugin naming a Secret not there yet.
+    let reg = Registry::start_with_htpasswd(HTPASSWD)?;
+    let hp = reg.host_port();
+    let cfg = kwop::source::oci::OciConfig { insecure: vec![hp.clone()], ..Default::default() };
+    let auth = kwop::source::oci::Auth::Basic { username: "kwop".into(), password: "kwop-secret".into() };
+    kwop::source::oci::push(std::fs::read(plugins::CHAOS)?, &format!("{hp}/private/chaos:1"), &auth, &cfg).await?;
+    let private = format!("private-{ns}");
+    let spec = json!({
+        "source": { "oci": format!("{hp}/private/chaos:1"), "pullSecret": "regcred" },
+        "grants": {
+            "primary": { "apiVersion": "test.kwop.dev/v1", "kind": "Chaos" },
+            "owns": [{ "apiVersion": "v1", "kind": "ConfigMap" }],
+        },
+    });
+    apply_rp(&client, &private, &ns, spec).await?;
+    let _host = rp_host(plane, &ns, &hp, &[&format!("--namespace={ns}"), &format!("--system-namespace={ns}")])?;
+
+    status_where(&client, &from_cm, "Ready from the ConfigMap", Duration::from_secs(60), ready).await?;
+    create_foo(&client, &ns, "foo", "dep", Some(1)).await?;
+    deployment_where(&client, &ns, "dep", "v1 from the ConfigMap", |d| !is_v2(d)).await?;
+    let s = status_where(&client, &private, "the missing Secret named", Duration::from_secs(60), |s| {
+        degraded(s) == Some("InvalidSpec")
+    })
+    .await?;
+    assert!(s.last_error.unwrap_or_default().contains(&format!("pull Secret {ns}/regcred does not exist")));
+
+    let b64 = base64::engine::general_purpose::STANDARD.encode("kwop:kwop-secret");
+    let config = format!(r#"{{"auths": {{"{hp}": {{"auth": "{b64}"}}}}}}"#);
+    let secret: k8s_openapi::api::core::v1::Secret = serde_json::from_value(json!({
+        "metadata": { "name": "regcred" }, "type": "kubernetes.io/dockerconfigjson",
+        "data": { ".dockerconfigjson": base64::engine::general_purpose::STANDARD.encode(config) },
+    }))?;
+    Api::<k8s_openapi::api::core::v1::Secret>::namespaced(client.clone(), &ns)
+        .create(&PostParams::default(), &secret)
+        .await?;
+    let chaos = digest_of(Path::new(plugins::CHAOS))?;
+    status_where(&client, &private, "pulled with the Secret", Duration::from_secs(60), |s| {
+        ready(s) && s.active_digest.as_deref() == Some(chaos.as_str())
+    })
+    .await?;
+
+    // Replacing the ConfigMap's key swaps the plugin (the key is read again every 10 s).
+    let mut v2 = cm(plugins::GUEST_FOO_V2)?;
+    v2.metadata.resource_version = cms.get("plugins").await?.metadata.resource_version;
+    cms.replace("plugins", &PostParams::default(), &v2).await?;
+    let d2 = digest_of(Path::new(plugins::GUEST_FOO_V2))?;
+    status_where(&client, &from_cm, "v2 from the ConfigMap", Duration::from_secs(60), |s| {
+        s.active_digest.as_deref() == Some(d2.as_str())
+    })
+    .await?;
+    deployment_where(&client, &ns, "dep", "v2 reconciled", is_v2).await?;
+
+    // Suspended: loaded, not running, nothing deleted; resumed: it catches up.
+    patch_spec(&client, &from_cm, json!({ "suspend": true })).await?;
+    let s = status_where(&client, &from_cm, "Suspended", Duration::from_secs(30), |s| {
+        condition(s, "Ready").is_some_and(|c| c.reason == "Suspended")
+    })
+    .await?;
+    assert_eq!(s.active_digest.as_deref(), Some(d2.as_str()));
+    create_foo(&client, &ns, "while-suspended", "dep-suspended", Some(1)).await?;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), &ns);
+    assert!(deployments.get_opt("dep-suspended").await?.is_none(), "a suspended plugin reconciled");
+    assert!(deployments.get_opt("dep").await?.is_some(), "suspending deletes nothing");
+    patch_spec(&client, &from_cm, json!({ "suspend": false })).await?;
+    deployment_where(&client, &ns, "dep-suspended", "reconciled once resumed", |_| true).await?;
+    status_where(&client, &from_cm, "Ready again", Duration::from_secs(30), ready).await?;
+    Ok(())
+}

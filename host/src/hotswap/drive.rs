@@ -88,8 +88,12 @@ impl Supervisor {
                 slot.controller = Some(c);
             }
             (Some(c), want) => {
-                if want.is_some() {
-                    tracing::info!(file, "plugin's kinds or concurrency changed; rebuilding its watches");
+                match &want {
+                    Some(p) if !c.plugin().info.same_kinds(&p.info) => {
+                        tracing::info!(file, "plugin's kinds changed; rebuilding its watches")
+                    }
+                    Some(_) => tracing::info!(file, "plugin's concurrency changed; restarting its controller"),
+                    None => {}
                 }
                 slot.busy = true;
                 self.shared.health.set_stopping(file);

@@ -218,7 +218,12 @@ impl ClusterSource {
         }
         let (client, cfg, tx, n, k) =
             (self.client.clone(), self.cfg.clone(), self.done.0.clone(), name.to_string(), key.clone());
-        tracing::info!(reconcilerplugin = %name, source = %status::reference_of(&key), pinned = ?pinned, "fetching plugin");
+        // A ConfigMap source is read again every CONFIGMAP_POLL: only the first read is news.
+        if p.fetched.as_ref().is_some_and(|f| f.key == key) {
+            tracing::debug!(reconcilerplugin = %name, source = %status::reference_of(&key), "reading the plugin's source again");
+        } else {
+            tracing::info!(reconcilerplugin = %name, source = %status::reference_of(&key), pinned = ?pinned, "fetching plugin");
+        }
         let task = tokio::spawn(async move {
             let r = fetch::fetch(&client, &cfg.namespace, &cfg.oci, &rp.spec.source, pinned.as_deref()).await;
             let _ = tx.send((n, k, r));
