@@ -11,7 +11,8 @@
 //! [`watch`] derives watches and caches from a plugin's declaration; [`controller`] is the queue
 //! and the reconcile spine; [`apply`] is the only writer; [`report`] records events;
 //! [`source`] is where plugins come from (folder, ReconcilerPlugins, OCI); [`hotswap`] loads
-//! and swaps them; [`leader`] gates controllers on a Lease;
+//! and swaps them; [`shadow`] runs candidates beside the active version and records reconciles
+//! for replay; [`leader`] gates controllers on a Lease;
 //! [`telemetry`] serves metrics and probes; [`cli`] is the command line.
 
 pub mod apply;
@@ -25,6 +26,7 @@ pub mod plugin;
 pub mod report;
 pub mod scaffold;
 pub mod schema;
+pub mod shadow;
 pub mod source;
 pub mod telemetry;
 pub mod watch;

@@ -22,6 +22,8 @@ pub struct WatPlugin {
     pub table_elements: u32,
     /// Pages `reconcile` grows the last memory by before it returns.
     pub grow_pages: u32,
+    /// `reconcile` traps (`unreachable`) instead of returning.
+    pub trap: bool,
 }
 
 impl WatPlugin {
@@ -33,6 +35,7 @@ impl WatPlugin {
             extra_memories: vec![],
             table_elements: 1,
             grow_pages: 0,
+            trap: false,
         }
     }
 
@@ -94,11 +97,14 @@ impl WatPlugin {
             .map(|(i, pages)| format!("  (memory $m{} {pages})\n", i + 1))
             .collect();
         let last = self.extra_memories.len();
-        let grow = if self.grow_pages > 0 {
+        let mut grow = if self.grow_pages > 0 {
             format!("(drop (memory.grow {last} (i32.const {})))", self.grow_pages)
         } else {
             String::new()
         };
+        if self.trap {
+            grow.push_str(" unreachable");
+        }
         format!(
             r#"(module
   (memory (export "memory") 1)

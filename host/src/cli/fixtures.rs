@@ -62,7 +62,7 @@ enum Verdict {
     Differs(Vec<String>),
 }
 
-fn collect(dir: &Path, update: bool, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
+pub(super) fn collect(dir: &Path, update: bool, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
     if dir.join("expected.json").is_file() || (update && dir.join("primary.yaml").is_file()) {
         out.push(dir.to_path_buf());
         return Ok(());
@@ -99,72 +99,6 @@ fn run_one(p: &LoadedPlugin, dir: &Path, schemas: &Schemas, update: bool) -> any
         return Ok(Verdict::Written);
     }
     let mut lines = Vec::new();
-    diff("", expected.as_ref().unwrap_or(&Value::Null), &got, &mut lines);
+    crate::shadow::compare::diff("", expected.as_ref().unwrap_or(&Value::Null), &got, &mut lines);
     Ok(Verdict::Differs(lines))
-}
-
-fn short(v: &Value) -> String {
-    let s = v.to_string();
-    if s.chars().count() > 120 {
-        format!("{}...", s.chars().take(117).collect::<String>())
-    } else {
-        s
-    }
-}
-
-/// Field-level differences between `want` and `got`, as `.path: expected X, got Y` lines.
-pub(crate) fn diff(path: &str, want: &Value, got: &Value, out: &mut Vec<String>) {
-    match (want, got) {
-        (Value::Object(w), Value::Object(g)) => {
-            for (k, wv) in w {
-                let p = format!("{path}.{k}");
-                match g.get(k) {
-                    Some(gv) => diff(&p, wv, gv, out),
-                    None => out.push(format!("{p}: missing (expected {})", short(wv))),
-                }
-            }
-            for (k, gv) in g.iter().filter(|(k, _)| !w.contains_key(*k)) {
-                out.push(format!("{path}.{k}: not expected, got {}", short(gv)));
-            }
-        }
-        (Value::Array(w), Value::Array(g)) => {
-            for i in 0..w.len().max(g.len()) {
-                let p = format!("{path}[{i}]");
-                match (w.get(i), g.get(i)) {
-                    (Some(wv), Some(gv)) => diff(&p, wv, gv, out),
-                    (Some(wv), None) => out.push(format!("{p}: missing (expected {})", short(wv))),
-                    (None, Some(gv)) => out.push(format!("{p}: not expected, got {}", short(gv))),
-                    (None, None) => {}
-                }
-            }
-        }
-        (w, g) if w != g => {
-            let p = if path.is_empty() { "(whole outcome)" } else { path };
-            out.push(format!("{p}: expected {}, got {}", short(w), short(g)));
-        }
-        _ => {}
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::diff;
-    use serde_json::json;
-
-    #[test]
-    fn differences_are_named_by_field_path() {
-        let want = json!({ "apply": [{ "data": { "a": "1", "b": "2" } }], "status": null, "events": [1] });
-        let got = json!({ "apply": [{ "data": { "a": "3", "c": "4" } }], "status": null, "events": [1, 2] });
-        let mut out = Vec::new();
-        diff("", &want, &got, &mut out);
-        assert_eq!(
-            out,
-            vec![
-                ".apply[0].data.a: expected \"1\", got \"3\"",
-                ".apply[0].data.b: missing (expected \"2\")",
-                ".apply[0].data.c: not expected, got \"4\"",
-                ".events[1]: not expected, got 2",
-            ]
-        );
-    }
 }

@@ -4,6 +4,7 @@ mod fixtures;
 mod new;
 mod oci;
 mod offline;
+mod replay;
 mod run;
 pub mod units;
 
@@ -116,6 +117,14 @@ pub struct RunArgs {
     /// The largest component pulled from a registry (checked from the manifest before download).
     #[arg(long, default_value = "128Mi", value_parser = units::bytes)]
     pub max_plugin_size: usize,
+    /// Record every reconcile's inputs and outcome into this folder (one fixture folder per
+    /// reconcile, under one folder per plugin), for `kwop plugin replay` and `kwop plugin test`.
+    /// Recordings hold the objects read, so treat the folder like the cluster's data.
+    #[arg(long, value_name = "DIR")]
+    pub record: Option<std::path::PathBuf>,
+    /// Stop recording once the recordings written by this process reach this size.
+    #[arg(long, default_value = "256Mi", value_parser = units::bytes)]
+    pub record_max: usize,
     /// The most memory any plugin may get, through --plugin-memory, --plugin-limit or a
     /// ReconcilerPlugin's spec.limits.memory (sizes the sandbox's memory slots) [default: the
     /// largest of those limits, at least 256Mi with --reconciler-plugins, else 64Mi].
@@ -223,6 +232,19 @@ pub enum PluginCommand {
         /// Built-in kinds (ConfigMap, Deployment...) are always checked against their types.
         #[arg(long = "crd", value_name = "FILE")]
         crds: Vec<PathBuf>,
+        /// Sandbox limits.
+        #[command(flatten)]
+        sandbox: SandboxArgs,
+    },
+    /// Re-run reconciles recorded by `kwop run --record` (or any fixtures) with a plugin, each at
+    /// its recorded clock, and diff the outcomes against the recorded ones. Prints a JSON report;
+    /// exits 1 if any outcome differs or a recording cannot be replayed.
+    Replay {
+        /// The component (e.g. a new version, to see what it would change on real inputs).
+        file: PathBuf,
+        /// Recording folders, or folders of them (e.g. the `--record` folder).
+        #[arg(required = true)]
+        recordings: Vec<PathBuf>,
         /// Sandbox limits.
         #[command(flatten)]
         sandbox: SandboxArgs,

@@ -47,6 +47,12 @@ pub(super) fn plugin(cmd: PluginCommand) -> anyhow::Result<ExitCode> {
             print_json(&out)?;
             Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
         }
+        PluginCommand::Replay { file, recordings, sandbox } => {
+            let engine = engine(&sandbox)?;
+            let p = LoadedPlugin::load_file(&engine, &file, limits(&sandbox))
+                .map_err(|e| anyhow!("{}: {e}", file.display()))?;
+            super::replay::run(&p, &recordings)
+        }
         PluginCommand::Test { file, fixtures, crds, update, sandbox } => {
             let schemas = load_crds(&crds)?;
             let engine = engine(&sandbox)?;
@@ -224,11 +230,18 @@ fn place_in_namespaces(primary: &mut Value, observed: &mut [Value], schemas: &Sc
 }
 
 /// One reconcile with a static cache; returns the JSON to print and whether it succeeded.
-pub fn reconcile_offline(
+pub fn reconcile_offline(p: &LoadedPlugin, primary: Value, observed: Vec<Value>, checks: &Checks<'_>) -> (Value, bool) {
+    reconcile_offline_at(p, primary, observed, checks, None)
+}
+
+/// [`reconcile_offline`] with the plugin's clock at `started_at` (a recorded reconcile's; now
+/// when `None`).
+pub fn reconcile_offline_at(
     p: &LoadedPlugin,
     mut primary: Value,
     mut observed: Vec<Value>,
     checks: &Checks<'_>,
+    started_at: Option<std::time::SystemTime>,
 ) -> (Value, bool) {
     let ns = place_in_namespaces(&mut primary, &mut observed, checks.schemas);
     let mut cache = StaticCache::default();
@@ -257,7 +270,11 @@ pub fn reconcile_offline(
     let error = |message: String, retry: bool| {
         (json!({ "error": { "message": message, "retry": retry, "events": [] } }), false)
     };
-    match p.reconcile(&req, object, Arc::new(view)) {
+    let mut spec = crate::plugin::CallSpec::new(object, &req.primary);
+    if let Some(at) = started_at {
+        spec.started_at = at;
+    }
+    match p.reconcile_with(&req, spec, Arc::new(view)) {
         Err(e) => error(e.to_string(), true),
         Ok(Err(f)) => (outcome::decode_failure(f, &limits).to_json(), false),
         Ok(Ok(raw)) => match outcome::decode(raw, &limits) {

@@ -197,7 +197,21 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
         shutdown_grace: grace,
         ..ControllerConfig::default()
     };
-    let shared = Arc::new(Shared { client, metrics: metrics.clone(), health: health.clone(), config });
+    let recorder = match &args.record {
+        Some(dir) => Some(Arc::new(
+            crate::shadow::record::Recorder::new(dir.clone(), args.record_max as u64)
+                .with_context(|| format!("--record {}", dir.display()))?,
+        )),
+        None => None,
+    };
+    let shared = Arc::new(Shared {
+        client,
+        metrics: metrics.clone(),
+        health: health.clone(),
+        config,
+        candidates: Default::default(),
+        recorder,
+    });
     let (tx, mut rx) = mpsc::channel(64);
     let stop_source = tokio_util::sync::CancellationToken::new();
     let mut watcher = None;
@@ -232,7 +246,13 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
                 },
             };
             tracing::info!(namespace = %cfg.namespace, "running the cluster's ReconcilerPlugins");
-            let source = ClusterSource::new(shared.client.clone(), cfg, leadership.clone(), health.clone());
+            let source = ClusterSource::new(
+                shared.client.clone(),
+                cfg,
+                leadership.clone(),
+                health.clone(),
+                shared.candidates.clone(),
+            );
             tokio::spawn(source.run(tx.clone(), reports_rx, stop_source.clone()));
             supervisor
         }

@@ -11,6 +11,7 @@ pub mod queue;
 pub mod reads;
 mod reconcile;
 mod seen;
+mod shadowing;
 
 use crate::apply::Applier;
 use crate::kinds::Gvk;
@@ -76,6 +77,10 @@ pub struct Shared {
     pub health: Arc<Health>,
     /// Settings.
     pub config: ControllerConfig,
+    /// Candidates run in shadow, by plugin key (read by the ReconcilerPlugin source).
+    pub candidates: Arc<crate::shadow::stats::Registry>,
+    /// Records every reconcile as a fixture (`--record`).
+    pub recorder: Option<Arc<crate::shadow::record::Recorder>>,
 }
 
 /// Why a controller could not start.

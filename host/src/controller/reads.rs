@@ -48,12 +48,34 @@ pub struct RecordingCache {
     primary_namespace: Option<String>,
     grants: Arc<Grants>,
     reads: Mutex<Reads>,
+    /// Every object returned, as JSON (only while recording reconciles: `--record`).
+    answers: Option<Mutex<Vec<String>>>,
 }
 
 impl RecordingCache {
     /// A view for a reconcile of a primary in `primary_namespace`, within `grants`.
     pub fn new(inner: Arc<Caches>, primary_namespace: Option<String>, grants: Arc<Grants>) -> Self {
-        RecordingCache { inner, primary_namespace, grants, reads: Mutex::new(Reads::default()) }
+        RecordingCache { inner, primary_namespace, grants, reads: Mutex::new(Reads::default()), answers: None }
+    }
+
+    /// Also keeps every object returned (see [`RecordingCache::take_answers`]).
+    pub fn keeping_answers(mut self) -> Self {
+        self.answers = Some(Mutex::new(Vec::new()));
+        self
+    }
+
+    /// The objects returned so far, as JSON (empty unless [`RecordingCache::keeping_answers`]).
+    pub fn take_answers(&self) -> Vec<String> {
+        match &self.answers {
+            Some(a) => std::mem::take(&mut *a.lock().unwrap_or_else(|p| p.into_inner())),
+            None => Vec::new(),
+        }
+    }
+
+    fn keep(&self, found: &[String]) {
+        if let Some(a) = &self.answers {
+            a.lock().unwrap_or_else(|p| p.into_inner()).extend(found.iter().cloned());
+        }
     }
 
     fn may_read(&self, ns: Option<&str>) -> bool {
@@ -82,7 +104,11 @@ impl CacheView for RecordingCache {
         if !self.may_read(ns.as_deref()) {
             return None;
         }
-        self.inner.get(kind, ns.as_deref(), name)
+        let found = self.inner.get(kind, ns.as_deref(), name);
+        if let Some(f) = &found {
+            self.keep(std::slice::from_ref(f));
+        }
+        found
     }
 
     fn query(
@@ -105,7 +131,11 @@ impl CacheView for RecordingCache {
                 r.queries.push((kind.clone(), namespace.map(str::to_string), selector.clone(), keys));
             }
         }
-        crate::watch::caches::query_json(kind, &found, max_bytes)
+        let r = crate::watch::caches::query_json(kind, &found, max_bytes);
+        if let Ok(items) = &r {
+            self.keep(items);
+        }
+        r
     }
 
     fn namespaced(&self, kind: &Gvk) -> Option<bool> {

@@ -90,12 +90,21 @@ impl Inner {
                 resource_version: primary.metadata.resource_version.clone().unwrap_or_default(),
                 started_at: std::time::SystemTime::now(),
             };
-            let view = Arc::new(RecordingCache::new(self.caches.clone(), ns.clone(), plugin.grants.clone()));
+            let mut view = RecordingCache::new(self.caches.clone(), ns.clone(), plugin.grants.clone());
+            if self.shared.recorder.is_some() {
+                view = view.keeping_answers();
+            }
+            let view = Arc::new(view);
+            // A candidate runs beside it on the same request, clock and caches (`shadow`).
+            let watch = self.watch_call(&plugin, &req, &spec, ns.clone());
             let started = Instant::now();
             let r = plugin.call(req, spec, view.clone() as Arc<dyn CacheView>).await;
             m.plugin_call_seconds.get_or_create(&Metrics::plugin(name)).observe(started.elapsed().as_secs_f64());
             // Whatever the call's result, what it read wakes this primary when it changes.
             self.read_index().record(key, view.take());
+            if let Some(w) = watch {
+                self.watched_call(key, &plugin, &r, w, &view);
+            }
             r
         };
 

@@ -49,6 +49,7 @@ impl Supervisor {
                 if slot.removed && slot.loading.is_none() {
                     self.slots.remove(file);
                     self.shared.health.remove(file);
+                    self.shared.candidates.set(file, None);
                     self.publish_unmatched();
                     tracing::info!(file, "plugin removed");
                     self.report(file, State::Removed);

@@ -4,8 +4,10 @@
 
 use super::report::{reason_of_load_label, State};
 use super::slot::status_of;
-use super::supervisor::{Event, Supervisor};
-use crate::plugin::{LimitSet, LoadError, LoadedPlugin};
+use super::supervisor::{Event, Loaded, Supervisor};
+use crate::plugin::{LimitSet, LoadError, LoadedPlugin, PluginEngine};
+use crate::shadow::stats::{CandidateState, Stats};
+use crate::shadow::Candidate;
 use crate::source::{grants::Grants, Catalog, Entry};
 use crate::telemetry::metrics::LoadLabels;
 use std::sync::Arc;
@@ -62,16 +64,16 @@ impl Supervisor {
             let (engine, tx, f, fp) = (self.engine.clone(), self.events.0.clone(), file.clone(), fingerprint);
             tracing::info!(file, sha256 = %entry.sha256, origin = %entry.origin.display(), "loading plugin");
             let (path, bytes) = (entry.origin.clone(), entry.bytes.clone());
+            let shadow = entry.candidate.clone();
             slot.entry = Some(entry);
             let task = tokio::spawn(async move {
-                let e2 = engine.clone();
-                let compiled = tokio::task::spawn_blocking(move || LoadedPlugin::compile(&e2, &bytes, &path)).await;
-                let result = match compiled {
-                    Ok(Ok(c)) => LoadedPlugin::from_compiled(&engine, c, &limits).await,
-                    Ok(Err(e)) => Err(e),
-                    Err(e) => Err(LoadError::NotAComponent(format!("compiler task failed: {e}"))),
+                let plugin = load(&engine, bytes, path, &limits).await;
+                let candidate = match shadow {
+                    Some(c) => Some(load(&engine, c.bytes, c.origin, &limits).await),
+                    None => None,
                 };
-                let _ = tx.send(Event::Loaded { file: f, fingerprint: fp, result: Box::new(result) });
+                let _ =
+                    tx.send(Event::Loaded { file: f, fingerprint: fp, result: Box::new(Loaded { plugin, candidate }) });
             });
             slot.loading = Some(task.abort_handle());
             self.report(&file, State::Loading);
@@ -98,7 +100,13 @@ impl Supervisor {
         Ok(LimitSet::from(l))
     }
 
-    pub(super) fn on_loaded(&mut self, file: String, fingerprint: String, result: Result<LoadedPlugin, LoadError>) {
+    pub(super) fn on_loaded(
+        &mut self,
+        file: String,
+        fingerprint: String,
+        result: Result<LoadedPlugin, LoadError>,
+        candidate: Option<Result<LoadedPlugin, LoadError>>,
+    ) {
         let Some(slot) = self.slots.get_mut(&file) else {
             tracing::info!(file, "plugin removed while it was loading; discarded");
             return;
@@ -163,6 +171,8 @@ impl Supervisor {
         }
         tracing::info!(file, plugin = %plugin.info.name, version = %plugin.info.version, sha256 = %plugin.sha256,
             precompiled_cache_hit = plugin.from_cache, "plugin loaded");
+        let sha = entry.as_ref().and_then(|e| e.candidate.as_ref()).map(|c| c.sha256.clone()).unwrap_or_default();
+        plugin.shadow = self.attach_candidate(&file, &plugin, sha, candidate);
         let plugin = Arc::new(plugin);
         if let Some(slot) = self.slots.get_mut(&file) {
             slot.good = Some(plugin.clone());
@@ -195,5 +205,80 @@ impl Supervisor {
         self.shared.health.set_rejected(file, msg.clone());
         let state = State::Rejected { reason: reason_of_load_label(reason), message: msg, kept: kept.is_some() };
         self.report(file, state);
+    }
+
+    /// Checks a candidate against the active version it is to shadow: the same grants, and only
+    /// kinds the active version watches (it sees what the active version sees). Records where it
+    /// stands for `status.candidate`.
+    fn attach_candidate(
+        &self,
+        file: &str,
+        active: &LoadedPlugin,
+        sha256: String,
+        candidate: Option<Result<LoadedPlugin, LoadError>>,
+    ) -> Option<Arc<Candidate>> {
+        let registry = &self.shared.candidates;
+        let mut c = match candidate {
+            None => {
+                registry.set(file, None);
+                return None;
+            }
+            Some(Ok(c)) => c,
+            Some(Err(e)) => {
+                tracing::error!(file, "candidate rejected; the active version runs without it: {e}");
+                let reason = reason_of_load_label(e.label());
+                registry.set(file, Some(CandidateState::Refused { sha256, reason, message: e.to_string() }));
+                return None;
+            }
+        };
+        let refused = if let Err(m) = active.grants.check(&c.info) {
+            Some(("Forbidden", m))
+        } else if !active.info.primary.same_group_kind(&c.info.primary)
+            || !c.info.owns.iter().all(|g| active.info.owns.iter().any(|a| a.same_group_kind(g)))
+            || !c.info.reads.iter().all(|g| active.info.readable().any(|a| a.same_group_kind(g)))
+        {
+            Some((
+                "Mismatch",
+                format!(
+                    "the candidate's kinds (primary {}, owns {:?}, reads {:?}) must be among the active version's (primary {}, owns {:?}, reads {:?}): it sees only what the active version watches",
+                    c.info.primary, c.info.owns, c.info.reads, active.info.primary, active.info.owns, active.info.reads
+                ),
+            ))
+        } else {
+            None
+        };
+        if let Some((reason, message)) = refused {
+            tracing::error!(file, reason, "candidate rejected; the active version runs without it: {message}");
+            registry.set(file, Some(CandidateState::Refused { sha256, reason, message }));
+            return None;
+        }
+        c.grants = active.grants.clone();
+        // Another load of the same candidate (the active one was reloaded) keeps its counts.
+        let stats = match registry.get(file) {
+            Some(CandidateState::Running { sha256: s, stats, .. }) if s == c.sha256 => stats,
+            _ => Arc::new(Stats::default()),
+        };
+        tracing::info!(file, candidate = %c.info.name, version = %c.info.version, sha256 = %c.sha256, "candidate loaded; it runs in shadow and writes nothing");
+        let state =
+            CandidateState::Running { version: c.info.version.clone(), sha256: c.sha256.clone(), stats: stats.clone() };
+        registry.set(file, Some(state));
+        let concurrency = active.limits.concurrency.unwrap_or(self.shared.config.workers);
+        Some(Arc::new(Candidate::new(Arc::new(c), stats, concurrency)))
+    }
+}
+
+/// Compiles (blocking, off the runtime) and loads one component.
+async fn load(
+    engine: &Arc<PluginEngine>,
+    bytes: Arc<Vec<u8>>,
+    path: std::path::PathBuf,
+    limits: &LimitSet,
+) -> Result<LoadedPlugin, LoadError> {
+    let e2 = engine.clone();
+    let compiled = tokio::task::spawn_blocking(move || LoadedPlugin::compile(&e2, &bytes, &path)).await;
+    match compiled {
+        Ok(Ok(c)) => LoadedPlugin::from_compiled(engine, c, limits).await,
+        Ok(Err(e)) => Err(e),
+        Err(e) => Err(LoadError::NotAComponent(format!("compiler task failed: {e}"))),
     }
 }

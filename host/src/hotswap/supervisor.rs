@@ -36,9 +36,15 @@ pub enum Command {
 /// Results of work the supervisor spawned.
 pub(super) enum Event {
     Scanned(std::io::Result<folder::Scan>),
-    Loaded { file: String, fingerprint: String, result: Box<Result<LoadedPlugin, LoadError>> },
+    Loaded { file: String, fingerprint: String, result: Box<Loaded> },
     Started { file: String, result: Result<Controller, StartError> },
     Stopped { file: String },
+}
+
+/// A load's result: the plugin, and its candidate if the entry has one.
+pub(super) struct Loaded {
+    pub plugin: Result<LoadedPlugin, LoadError>,
+    pub candidate: Option<Result<LoadedPlugin, LoadError>>,
 }
 
 /// Owns the plugin slots.
@@ -226,7 +232,10 @@ impl Supervisor {
                     Err(e) => tracing::error!(dir = ?self.dir, "cannot list the plugin folder: {e}"),
                 }
             }
-            Event::Loaded { file, fingerprint, result } => self.on_loaded(file, fingerprint, *result),
+            Event::Loaded { file, fingerprint, result } => {
+                let Loaded { plugin, candidate } = *result;
+                self.on_loaded(file, fingerprint, plugin, candidate)
+            }
             Event::Started { file, result } => {
                 if !self.slots.contains_key(&file) {
                     // The file went away while its controller started: stop what started.

@@ -74,6 +74,8 @@ pub struct LoadedPlugin {
     /// What it may touch: its own declaration in folder mode, what the admin granted for a
     /// ReconcilerPlugin (checked against the declaration before it starts).
     pub grants: Arc<crate::source::grants::Grants>,
+    /// A candidate run in shadow beside it (`ReconcilerPlugin.spec.candidate`).
+    pub shadow: Option<Arc<crate::shadow::Candidate>>,
     engine: Arc<PluginEngine>,
     pre: wit::ReconcilerPre<HostState>,
     readable: Arc<HashSet<Gvk>>,
@@ -212,6 +214,7 @@ impl LoadedPlugin {
             readable: Arc::new(info.readable().cloned().collect()),
             grants: Arc::new(crate::source::grants::Grants::from_info(&info)),
             name: Arc::from(info.name.as_str()),
+            shadow: None,
             info,
             sha256,
             source,
@@ -261,7 +264,16 @@ impl LoadedPlugin {
         object: String,
         cache: Arc<dyn crate::plugin::CacheView>,
     ) -> Result<RawResult, CallError> {
-        let spec = CallSpec::new(object, &req.primary);
+        self.reconcile_with(req, CallSpec::new(object, &req.primary), cache)
+    }
+
+    /// [`LoadedPlugin::reconcile`] with a given call spec (a replay's recorded clock).
+    pub fn reconcile_with(
+        &self,
+        req: &wit::Request,
+        spec: CallSpec,
+        cache: Arc<dyn crate::plugin::CacheView>,
+    ) -> Result<RawResult, CallError> {
         self.engine.block_on(self.call(req.clone(), spec, cache))
     }
 

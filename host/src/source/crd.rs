@@ -41,6 +41,13 @@ pub struct ReconcilerPluginSpec {
     /// Stop reconciling (the plugin stays loaded; nothing is deleted in the cluster).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub suspend: bool,
+    /// A second component run in shadow: on every reconcile of the active version it gets the
+    /// same request (same primary, owned objects, clock and cache), never writes anything, and
+    /// `status.candidate` counts how often its outcome differs. Its kinds must be among the
+    /// active version's, and it runs under the same grants and limits. Promote it by moving it
+    /// into `source` (and removing `candidate`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub candidate: Option<PluginSource>,
 }
 
 /// Exactly one of `oci` and `configMap`.
@@ -140,6 +147,53 @@ pub struct ReconcilerPluginStatus {
     /// The last error, if the newest source or version could not be used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
+    /// The shadow run of `spec.candidate`, when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub candidate: Option<CandidateStatus>,
+}
+
+/// How a candidate compares with the active version, counted since it was loaded.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct CandidateStatus {
+    /// `spec.candidate` as written.
+    pub reference: String,
+    /// sha256 of the candidate component (`sha256:<hex>`), once fetched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
+    /// Its `info().version`, once loaded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// Pulling, Running, or why it does not run (a fetch reason, Invalid, Forbidden, Mismatch).
+    pub state: String,
+    /// Details of `state`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// Reconciles run by both versions.
+    pub reconciled: u64,
+    /// Of those, with the same outcome.
+    pub identical: u64,
+    /// With another outcome (applies, deletes, status, events or requeue).
+    pub differing: u64,
+    /// Where the candidate failed (trap, deadline, failure, rejected outcome) and the active did
+    /// not.
+    pub failing: u64,
+    /// Reconciles not shadowed because the candidate was still busy (its concurrency is bounded).
+    pub skipped: u64,
+    /// The most recent differences, newest last.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub differences: Vec<CandidateDifference>,
+}
+
+/// One reconcile where the candidate's outcome differed.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct CandidateDifference {
+    /// The primary, `namespace/name`.
+    pub object: String,
+    /// Field paths, as `kwop plugin test` prints them (`.apply.Deployment ns/name.metadata…`:
+    /// expected what the active version returned, got the candidate's).
+    pub paths: Vec<String>,
 }
 
 /// A source as resolved by the host.

@@ -71,6 +71,7 @@ pub fn catalog(scan: Scan) -> super::Catalog {
                 limits: super::LimitOverride::default(),
                 suspend: false,
                 rank: name.clone(),
+                candidate: None,
             };
             (name, entry)
         })

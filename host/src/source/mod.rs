@@ -50,6 +50,19 @@ pub struct Entry {
     /// Order among entries for one primary kind when none of them runs yet: the lowest starts,
     /// the others wait (reason Conflict). A running one always keeps its kind.
     pub rank: String,
+    /// A candidate to run in shadow beside it (`spec.candidate`), once fetched.
+    pub candidate: Option<CandidateSource>,
+}
+
+/// A candidate component as a source offers it.
+#[derive(Debug, Clone)]
+pub struct CandidateSource {
+    /// Where it came from, for messages.
+    pub origin: PathBuf,
+    /// sha256 of the component, hex.
+    pub sha256: String,
+    /// The component.
+    pub bytes: Arc<Vec<u8>>,
 }
 
 impl Entry {
@@ -59,7 +72,8 @@ impl Entry {
         let mut h = std::collections::hash_map::DefaultHasher::new();
         self.grants.hash(&mut h);
         self.limits.hash(&mut h);
-        format!("{}:{:016x}", self.sha256, h.finish())
+        let candidate = self.candidate.as_ref().map(|c| c.sha256.as_str()).unwrap_or("-");
+        format!("{}:{:016x}:{candidate}", self.sha256, h.finish())
     }
 }
 

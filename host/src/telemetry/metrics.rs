@@ -111,6 +111,10 @@ pub struct Metrics {
     pub memory_budget: Gauge,
     /// Writes refused because this replica is not (or no longer surely) the leader.
     pub writes_refused_not_leader: Counter,
+    /// Shadowed reconciles by verdict (identical, differing, failing, skipped).
+    pub shadow: Family<ReasonLabels, Counter>,
+    /// Reconciles recorded (`--record`).
+    pub recorded: Family<PluginLabel, Counter>,
 }
 
 impl Default for Metrics {
@@ -143,6 +147,8 @@ impl Metrics {
             memory_reserved: Gauge::default(),
             memory_budget: Gauge::default(),
             writes_refused_not_leader: Counter::default(),
+            shadow: Family::default(),
+            recorded: Family::default(),
             registry: Registry::default(),
         };
         registry.register("reconcile", "Reconciles by result", m.reconciles.clone());
@@ -188,6 +194,12 @@ impl Metrics {
             "Writes refused because this replica was not surely the leader",
             m.writes_refused_not_leader.clone(),
         );
+        registry.register(
+            "candidate_reconciles",
+            "Reconciles a candidate ran in shadow, by verdict (reason label)",
+            m.shadow.clone(),
+        );
+        registry.register("reconciles_recorded", "Reconciles recorded as fixtures (--record)", m.recorded.clone());
         Metrics { registry, ..m }
     }
 

@@ -13,9 +13,10 @@ pub mod status;
 use super::crd::{ReconcilerPlugin, ReconcilerPluginStatus};
 use super::grants::Grants;
 use super::oci::OciConfig;
-use super::{Catalog, Entry, LimitOverride};
+use super::{CandidateSource, Catalog, Entry, LimitOverride};
 use crate::hotswap::{Command, Report, State};
 use crate::leader::Leadership;
+use crate::shadow::stats::Registry;
 use crate::telemetry::Health;
 use fetch::{FetchError, Fetched};
 use futures::StreamExt;
@@ -44,6 +45,16 @@ pub struct ClusterConfig {
 /// The supervisor's key for a ReconcilerPlugin.
 pub fn key_of(name: &str) -> String {
     format!("reconcilerplugin/{name}")
+}
+
+/// A ReconcilerPlugin's candidate is fetched as a plugin of its own under this name (`#` is not
+/// allowed in object names, so it never collides with one).
+fn candidate_of(name: &str) -> String {
+    format!("{name}#candidate")
+}
+
+fn is_candidate(name: &str) -> bool {
+    name.ends_with("#candidate")
 }
 
 /// ConfigMap sources are read again this often (a changed key hot-swaps the plugin).
@@ -100,6 +111,7 @@ pub struct ClusterSource {
     cfg: ClusterConfig,
     leadership: Arc<Leadership>,
     health: Arc<Health>,
+    candidates: Arc<Registry>,
     plugins: BTreeMap<String, Plugin>,
     done: (mpsc::UnboundedSender<Done>, mpsc::UnboundedReceiver<Done>),
 }
@@ -107,8 +119,15 @@ pub struct ClusterSource {
 impl ClusterSource {
     /// A source reading with `client` (the host's gated client: status is written only while
     /// leading).
-    pub fn new(client: Client, cfg: ClusterConfig, leadership: Arc<Leadership>, health: Arc<Health>) -> Self {
-        ClusterSource { client, cfg, leadership, health, plugins: BTreeMap::new(), done: mpsc::unbounded_channel() }
+    pub fn new(
+        client: Client,
+        cfg: ClusterConfig,
+        leadership: Arc<Leadership>,
+        health: Arc<Health>,
+        candidates: Arc<Registry>,
+    ) -> Self {
+        let (plugins, done) = (BTreeMap::new(), mpsc::unbounded_channel());
+        ClusterSource { client, cfg, leadership, health, candidates, plugins, done }
     }
 
     /// Runs until `stop`: feeds `sup` with catalogs, takes the supervisor's `reports`.
@@ -168,6 +187,23 @@ impl ClusterSource {
 
     fn on_apply(&mut self, rp: Arc<ReconcilerPlugin>) {
         let name = rp.name_any();
+        // The candidate is fetched like a plugin of its own, with the same grants and limits.
+        match &rp.spec.candidate {
+            Some(c) => {
+                let mut shadow = (*rp).clone();
+                shadow.spec.source = c.clone();
+                shadow.spec.candidate = None;
+                shadow.status = None;
+                self.apply_one(candidate_of(&name), Arc::new(shadow));
+            }
+            None => {
+                self.forget(&candidate_of(&name));
+            }
+        }
+        self.apply_one(name, rp);
+    }
+
+    fn apply_one(&mut self, name: String, rp: Arc<ReconcilerPlugin>) {
         let p = self.plugins.entry(name.clone()).or_default();
         let key = fetch::source_key(&rp.spec.source);
         let spec = parse_spec(&rp);
@@ -202,12 +238,18 @@ impl ClusterSource {
     }
 
     fn on_delete(&mut self, name: &str) {
-        if let Some(p) = self.plugins.remove(name) {
-            if let Some((_, h)) = p.fetching {
-                h.abort();
-            }
+        self.forget(&candidate_of(name));
+        if self.forget(name) {
             tracing::info!(reconcilerplugin = %name, "ReconcilerPlugin deleted; its controller stops, nothing is deleted in the cluster");
         }
+    }
+
+    fn forget(&mut self, name: &str) -> bool {
+        let Some(p) = self.plugins.remove(name) else { return false };
+        if let Some((_, h)) = p.fetching {
+            h.abort();
+        }
+        true
     }
 
     fn start_fetch(&mut self, name: &str, pinned: Option<String>) {
@@ -287,8 +329,16 @@ impl ClusterSource {
 
     fn catalog(&self) -> Catalog {
         let mut entries = BTreeMap::new();
-        for (name, p) in &self.plugins {
+        for (name, p) in self.plugins.iter().filter(|(n, _)| !is_candidate(n)) {
             let (Some(rp), Some(f), Some((grants, limits))) = (&p.obj, &p.fetched, &p.valid) else { continue };
+            let candidate = match (&rp.spec.candidate, self.plugins.get(&candidate_of(name))) {
+                (Some(_), Some(c)) => c.fetched.as_ref().map(|f| CandidateSource {
+                    origin: status::reference_of(&f.key).into(),
+                    sha256: f.sha256.clone(),
+                    bytes: f.bytes.clone(),
+                }),
+                _ => None,
+            };
             let created = rp.metadata.creation_timestamp.as_ref().map(|t| t.0.to_string()).unwrap_or_default();
             let key = key_of(name);
             entries.insert(
@@ -302,6 +352,7 @@ impl ClusterSource {
                     limits: limits.clone(),
                     suspend: rp.spec.suspend,
                     rank: format!("{created}/{name}"),
+                    candidate,
                 },
             );
         }
@@ -315,7 +366,22 @@ impl ClusterSource {
             return;
         }
         let api: Api<ReconcilerPlugin> = Api::all(self.client.clone());
-        for (name, p) in self.plugins.iter_mut() {
+        let candidates: BTreeMap<String, status::CandidateKnown> = self
+            .plugins
+            .iter()
+            .filter_map(|(n, p)| Some((n.strip_suffix("#candidate")?.to_string(), p)))
+            .map(|(n, p)| {
+                let c = status::CandidateKnown {
+                    key: p.key.clone(),
+                    invalid: p.invalid.clone(),
+                    fetched: p.fetched.as_ref().map(|f| f.sha256.clone()),
+                    fetch_error: p.fetch_error.clone(),
+                    state: self.candidates.get(&key_of(&n)),
+                };
+                (n, c)
+            })
+            .collect();
+        for (name, p) in self.plugins.iter_mut().filter(|(n, _)| !is_candidate(n)) {
             let Some(rp) = &p.obj else { continue };
             let known = status::Known {
                 generation: rp.metadata.generation,
@@ -327,6 +393,7 @@ impl ClusterSource {
                 report: p.report.as_ref(),
                 synced: self.health.synced(&key_of(name)),
                 suspend: rp.spec.suspend,
+                candidate: candidates.get(name),
             };
             let old = p.written.as_ref().or(rp.status.as_ref());
             let want = status::compute(&known, old);

@@ -4,7 +4,8 @@
 
 use super::fetch::{FetchError, Fetched};
 use crate::hotswap::{Report, State};
-use crate::source::crd::{PluginIdentity, ReconcilerPluginStatus, ResolvedSource};
+use crate::shadow::stats::CandidateState;
+use crate::source::crd::{CandidateStatus, PluginIdentity, ReconcilerPluginStatus, ResolvedSource};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 
 /// What is known about one ReconcilerPlugin.
@@ -28,6 +29,52 @@ pub struct Known<'a> {
     pub synced: bool,
     /// `spec.suspend`.
     pub suspend: bool,
+    /// `spec.candidate`, when set.
+    pub candidate: Option<&'a CandidateKnown>,
+}
+
+/// What is known about a ReconcilerPlugin's candidate.
+#[derive(Debug, Default)]
+pub struct CandidateKnown {
+    /// Its source key, when valid.
+    pub key: Option<String>,
+    /// Why `spec.candidate` is invalid.
+    pub invalid: Option<String>,
+    /// sha256 of the last good fetch.
+    pub fetched: Option<String>,
+    /// The last fetch failed.
+    pub fetch_error: Option<FetchError>,
+    /// What the supervisor made of it.
+    pub state: Option<CandidateState>,
+}
+
+/// `status.candidate`.
+pub fn candidate(c: &CandidateKnown) -> CandidateStatus {
+    let mut s = CandidateStatus {
+        reference: c.key.as_deref().map(reference_of).unwrap_or_default(),
+        digest: c.fetched.as_ref().map(|h| format!("sha256:{h}")),
+        state: "Pulling".into(),
+        ..Default::default()
+    };
+    let stale = |sha: &str| c.fetched.as_deref() != Some(sha);
+    match (&c.invalid, &c.fetch_error, &c.state) {
+        (Some(m), _, _) => (s.state, s.message) = ("InvalidSpec".into(), Some(m.clone())),
+        (None, Some(e), _) => (s.state, s.message) = (e.reason.into(), Some(e.message.clone())),
+        (None, None, Some(CandidateState::Running { version, sha256, stats })) if !stale(sha256) => {
+            let n = stats.snapshot();
+            s.state = "Running".into();
+            s.version = Some(version.clone());
+            (s.reconciled, s.identical, s.differing, s.failing, s.skipped) =
+                (n.reconciled, n.identical, n.differing, n.failing, n.skipped);
+            s.differences = n.differences;
+        }
+        (None, None, Some(CandidateState::Refused { sha256, reason, message })) if !stale(sha256) => {
+            (s.state, s.message) = ((*reason).into(), Some(truncate(message.clone())))
+        }
+        (None, None, _) if c.fetched.is_some() => s.state = "Loading".into(),
+        _ => {}
+    }
+    s
 }
 
 /// The status to write. Conditions keep their `lastTransitionTime` from `old` when their status
@@ -99,6 +146,7 @@ pub fn compute(k: &Known<'_>, old: Option<&ReconcilerPluginStatus>) -> Reconcile
             primary: g.primary.clone(),
         }),
         last_error: degraded.map(|(_, m)| truncate(m)),
+        candidate: k.candidate.map(candidate),
     }
 }
 
