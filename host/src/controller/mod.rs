@@ -12,6 +12,7 @@ pub mod reads;
 mod reconcile;
 mod seen;
 mod shadowing;
+mod writes;
 
 use crate::apply::Applier;
 use crate::kinds::Gvk;

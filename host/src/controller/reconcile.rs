@@ -2,13 +2,13 @@
 
 use super::reads::RecordingCache;
 use super::seen::Seen;
+use super::writes::Op;
 use super::Inner;
-use crate::apply::{Applier, Write};
 use crate::outcome::{
     self, fence::controller_uid, EventSpec, FenceContext, Outcome, RejectReason, Rejection, Severity,
 };
 use crate::plugin::{wit, CacheView, CallSpec};
-use crate::report::{REASON_OUTCOME_REJECTED, REASON_PLUGIN_FAILED, REASON_RECONCILE_FAILED, REASON_WRITE_FAILED};
+use crate::report::{REASON_OUTCOME_REJECTED, REASON_PLUGIN_FAILED, REASON_RECONCILE_FAILED};
 use crate::telemetry::Metrics;
 use crate::watch::ObjectKey;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
@@ -33,7 +33,7 @@ fn to_json(o: &DynamicObject) -> String {
     crate::watch::caches::to_json(o).unwrap_or_default()
 }
 
-fn warning(reason: &str, message: String) -> EventSpec {
+pub(super) fn warning(reason: &str, message: String) -> EventSpec {
     EventSpec { severity: Severity::Warning, reason: reason.into(), message }
 }
 
@@ -156,33 +156,17 @@ impl Inner {
             block_owner_deletion: Some(true),
         };
         let mut wrote = false;
-        for ((intent, ns), observed) in outcome.apply.iter().zip(&apply_ns).zip(&observed_apply) {
-            let Some(kind) = self.caches.kind(&intent.gvk) else {
+        let applies = outcome.apply.iter().zip(&apply_ns).zip(&observed_apply);
+        let deletes = outcome.delete.iter().zip(&delete_ns).zip(&observed_delete);
+        let ops = applies
+            .map(|((i, ns), o)| Op::Apply(i, ns.as_deref(), o.as_ref()))
+            .chain(deletes.map(|((d, ns), o)| Op::Delete(d, ns.as_deref(), o.as_ref())))
+            .chain(outcome.status.iter().map(Op::Status));
+        for op in ops {
+            let Some((kind, verb, what, r)) = self.write(op, &primary, &owner).await else {
                 continue;
             };
-            let desired = Applier::desired(intent, ns.as_deref(), &owner);
-            let r = self.applier.apply(&kind.resolved, ns.as_deref(), &intent.name, &desired, observed.as_ref()).await;
-            let what = || format!("apply {} {:?}", intent.gvk.kind, intent.name);
-            match self.count_write(&primary, name, &intent.gvk.kind, "apply", what, r).await {
-                Ok(w) => wrote |= w,
-                Err(next) => return next,
-            }
-        }
-        for ((d, ns), observed) in outcome.delete.iter().zip(&delete_ns).zip(&observed_delete) {
-            let Some(kind) = self.caches.kind(&d.gvk) else {
-                continue;
-            };
-            let r = self.applier.delete(&kind.resolved, ns.as_deref(), &d.name, observed.as_ref()).await;
-            let what = || format!("delete {} {:?}", d.gvk.kind, d.name);
-            match self.count_write(&primary, name, &d.gvk.kind, "delete", what, r).await {
-                Ok(w) => wrote |= w,
-                Err(next) => return next,
-            }
-        }
-        if let Some(status) = &outcome.status {
-            let r = self.applier.status(&self.primary.resolved, &primary, status).await;
-            let kind = &self.primary.resolved.gvk.kind;
-            match self.count_write(&primary, name, kind, "status", || "status".to_string(), r).await {
+            match self.count_write(&primary, name, &kind, verb, || what, r).await {
                 Ok(w) => wrote |= w,
                 Err(next) => return next,
             }
@@ -275,62 +259,7 @@ impl Inner {
         Next::Retry
     }
 
-    /// Counts one write (sent or skipped); a failed one is reported and decides what comes next.
-    async fn count_write(
-        &self,
-        primary: &DynamicObject,
-        plugin: &str,
-        kind: &str,
-        op: &str,
-        what: impl FnOnce() -> String,
-        r: Result<Write, kube::Error>,
-    ) -> Result<bool, Next> {
-        let labels = Metrics::write(plugin, kind, op);
-        match r {
-            Ok(Write::Written) => {
-                self.shared.metrics.writes.get_or_create(&labels).inc();
-                Ok(true)
-            }
-            Ok(Write::Skipped) => {
-                self.shared.metrics.writes_skipped.get_or_create(&labels).inc();
-                Ok(false)
-            }
-            Err(e) => Err(self.write_failed(primary, plugin, &what(), e).await),
-        }
-    }
-
-    async fn write_failed(&self, primary: &DynamicObject, plugin: &str, what: &str, e: kube::Error) -> Next {
-        let m = &self.shared.metrics;
-        if crate::leader::gate::NotLeader::is(&e) {
-            // Leadership is being lost: this controller is about to stop; nothing was sent.
-            tracing::debug!("{what} not sent: {e}");
-            m.result(plugin, "not_leader");
-            return Next::Retry;
-        }
-        m.result(plugin, "write_error");
-        let (label, message) = match &e {
-            kube::Error::Api(s) => {
-                (s.code.to_string(), format!("{what} refused by the API server ({}): {}", s.code, s.message))
-            }
-            other => ("transport".to_string(), format!("{what} failed: {other}")),
-        };
-        m.write_errors.get_or_create(&Metrics::reason(plugin, &label)).inc();
-        let action = on_write_error(&e);
-        match action {
-            WriteErrorAction::RetryQuietly => tracing::info!("{message}; retrying with backoff"),
-            WriteErrorAction::ReportAndWait | WriteErrorAction::ReportAndRetry => {
-                tracing::warn!("{message}");
-                self.report(primary, &[warning(REASON_WRITE_FAILED, message)], false).await;
-            }
-        }
-        if action == WriteErrorAction::ReportAndWait {
-            Next::Done
-        } else {
-            Next::Retry
-        }
-    }
-
-    async fn report(&self, primary: &DynamicObject, events: &[EventSpec], wrote: bool) {
+    pub(super) async fn report(&self, primary: &DynamicObject, events: &[EventSpec], wrote: bool) {
         if events.is_empty() {
             return;
         }
@@ -351,65 +280,5 @@ impl Inner {
             }
             drop(slot);
         });
-    }
-}
-
-/// What to do about a failed write.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum WriteErrorAction {
-    /// Conflicts, throttling, server trouble, connection errors: retry with backoff, no event.
-    RetryQuietly,
-    /// The object is invalid (the plugin's doing) or the request malformed: a Warning event on the
-    /// primary and no retry — the same intent would fail again; a change or a swap re-queues it.
-    ReportAndWait,
-    /// Forbidden and the rest: a Warning event, and retries with backoff (RBAC can be fixed).
-    ReportAndRetry,
-}
-
-pub(crate) fn on_write_error(e: &kube::Error) -> WriteErrorAction {
-    match e {
-        // The object's fault (invalid, or a typing error even when it comes as a 500): the same
-        // intent would fail again.
-        kube::Error::Api(s) if crate::apply::names_object_fault(s.code, &s.message) => WriteErrorAction::ReportAndWait,
-        kube::Error::Api(s) => match s.code {
-            409 | 429 | 500..=599 => WriteErrorAction::RetryQuietly,
-            404 => WriteErrorAction::ReportAndWait,
-            _ => WriteErrorAction::ReportAndRetry,
-        },
-        _ => WriteErrorAction::RetryQuietly,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn api(code: u16) -> kube::Error {
-        kube::Error::Api(kube::core::Status::failure("x", "y").with_code(code).boxed())
-    }
-
-    #[test]
-    fn conflicts_throttling_and_outages_are_retried_quietly() {
-        for code in [409, 429, 500, 503, 504] {
-            assert_eq!(on_write_error(&api(code)), WriteErrorAction::RetryQuietly, "{code}");
-        }
-    }
-
-    #[test]
-    fn a_typing_error_is_reported_even_as_a_500() {
-        let e = kube::Error::Api(
-            kube::core::Status::failure("failed to create typed patch object (/v1, Kind=ConfigMap) c: .data.replicas: expected string, got &value.valueUnstructured{Value:1}", "InternalError")
-                .with_code(500)
-                .boxed(),
-        );
-        assert_eq!(on_write_error(&e), WriteErrorAction::ReportAndWait);
-    }
-
-    #[test]
-    fn an_invalid_object_is_reported_and_not_retried() {
-        for code in [400, 404, 422] {
-            assert_eq!(on_write_error(&api(code)), WriteErrorAction::ReportAndWait, "{code}");
-        }
-        assert_eq!(on_write_error(&api(403)), WriteErrorAction::ReportAndRetry);
     }
 }

@@ -1,0 +1,163 @@
+//! The writes of one reconcile: each applied, deleted or status write sent and counted, and what
+//! a refused one means for the queue (a Warning event, a retry, or both).
+
+use super::reconcile::{warning, Next};
+use super::Inner;
+use crate::apply::{Applier, Write};
+use crate::outcome;
+use crate::report::REASON_WRITE_FAILED;
+use crate::telemetry::Metrics;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::api::DynamicObject;
+
+/// One write of an outcome, in the order they are sent: intents, deletions, then the status (as
+/// sample-controller: status last). Namespaces and observed objects come from the fence.
+pub(super) enum Op<'a> {
+    Apply(&'a outcome::Intent, Option<&'a str>, Option<&'a DynamicObject>),
+    Delete(&'a outcome::ObjRef, Option<&'a str>, Option<&'a DynamicObject>),
+    Status(&'a serde_json::Value),
+}
+
+impl Inner {
+    /// Sends one write of an outcome: its kind, verb, description and result (`None` for a kind
+    /// the controller does not watch, which the fence has already refused).
+    pub(super) async fn write(
+        &self,
+        op: Op<'_>,
+        primary: &DynamicObject,
+        owner: &OwnerReference,
+    ) -> Option<(String, &'static str, String, Result<Write, kube::Error>)> {
+        Some(match op {
+            Op::Apply(intent, ns, observed) => {
+                let kind = self.caches.kind(&intent.gvk)?;
+                let desired = Applier::desired(intent, ns, owner);
+                let r = self.applier.apply(&kind.resolved, ns, &intent.name, &desired, observed).await;
+                (intent.gvk.kind.clone(), "apply", format!("apply {} {:?}", intent.gvk.kind, intent.name), r)
+            }
+            Op::Delete(d, ns, observed) => {
+                let kind = self.caches.kind(&d.gvk)?;
+                let r = self.applier.delete(&kind.resolved, ns, &d.name, observed).await;
+                (d.gvk.kind.clone(), "delete", format!("delete {} {:?}", d.gvk.kind, d.name), r)
+            }
+            Op::Status(status) => {
+                let r = self.applier.status(&self.primary.resolved, primary, status).await;
+                (self.primary.resolved.gvk.kind.clone(), "status", "status".to_string(), r)
+            }
+        })
+    }
+
+    /// Counts one write (sent or skipped); a failed one is reported and decides what comes next.
+    pub(super) async fn count_write(
+        &self,
+        primary: &DynamicObject,
+        plugin: &str,
+        kind: &str,
+        op: &str,
+        what: impl FnOnce() -> String,
+        r: Result<Write, kube::Error>,
+    ) -> Result<bool, Next> {
+        let labels = Metrics::write(plugin, kind, op);
+        match r {
+            Ok(Write::Written) => {
+                self.shared.metrics.writes.get_or_create(&labels).inc();
+                Ok(true)
+            }
+            Ok(Write::Skipped) => {
+                self.shared.metrics.writes_skipped.get_or_create(&labels).inc();
+                Ok(false)
+            }
+            Err(e) => Err(self.write_failed(primary, plugin, &what(), e).await),
+        }
+    }
+
+    pub(super) async fn write_failed(&self, primary: &DynamicObject, plugin: &str, what: &str, e: kube::Error) -> Next {
+        let m = &self.shared.metrics;
+        if crate::leader::gate::NotLeader::is(&e) {
+            // Leadership is being lost: this controller is about to stop; nothing was sent.
+            tracing::debug!("{what} not sent: {e}");
+            m.result(plugin, "not_leader");
+            return Next::Retry;
+        }
+        m.result(plugin, "write_error");
+        let (label, message) = match &e {
+            kube::Error::Api(s) => {
+                (s.code.to_string(), format!("{what} refused by the API server ({}): {}", s.code, s.message))
+            }
+            other => ("transport".to_string(), format!("{what} failed: {other}")),
+        };
+        m.write_errors.get_or_create(&Metrics::reason(plugin, &label)).inc();
+        let action = on_write_error(&e);
+        match action {
+            WriteErrorAction::RetryQuietly => tracing::info!("{message}; retrying with backoff"),
+            WriteErrorAction::ReportAndWait | WriteErrorAction::ReportAndRetry => {
+                tracing::warn!("{message}");
+                self.report(primary, &[warning(REASON_WRITE_FAILED, message)], false).await;
+            }
+        }
+        if action == WriteErrorAction::ReportAndWait {
+            Next::Done
+        } else {
+            Next::Retry
+        }
+    }
+}
+
+/// What to do about a failed write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WriteErrorAction {
+    /// Conflicts, throttling, server trouble, connection errors: retry with backoff, no event.
+    RetryQuietly,
+    /// The object is invalid (the plugin's doing) or the request malformed: a Warning event on the
+    /// primary and no retry — the same intent would fail again; a change or a swap re-queues it.
+    ReportAndWait,
+    /// Forbidden and the rest: a Warning event, and retries with backoff (RBAC can be fixed).
+    ReportAndRetry,
+}
+
+pub(crate) fn on_write_error(e: &kube::Error) -> WriteErrorAction {
+    match e {
+        // The object's fault (invalid, or a typing error even when it comes as a 500): the same
+        // intent would fail again.
+        kube::Error::Api(s) if crate::apply::names_object_fault(s.code, &s.message) => WriteErrorAction::ReportAndWait,
+        kube::Error::Api(s) => match s.code {
+            409 | 429 | 500..=599 => WriteErrorAction::RetryQuietly,
+            404 => WriteErrorAction::ReportAndWait,
+            _ => WriteErrorAction::ReportAndRetry,
+        },
+        _ => WriteErrorAction::RetryQuietly,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn api(code: u16) -> kube::Error {
+        kube::Error::Api(kube::core::Status::failure("x", "y").with_code(code).boxed())
+    }
+
+    #[test]
+    fn conflicts_throttling_and_outages_are_retried_quietly() {
+        for code in [409, 429, 500, 503, 504] {
+            assert_eq!(on_write_error(&api(code)), WriteErrorAction::RetryQuietly, "{code}");
+        }
+    }
+
+    #[test]
+    fn a_typing_error_is_reported_even_as_a_500() {
+        let e = kube::Error::Api(
+            kube::core::Status::failure("failed to create typed patch object (/v1, Kind=ConfigMap) c: .data.replicas: expected string, got &value.valueUnstructured{Value:1}", "InternalError")
+                .with_code(500)
+                .boxed(),
+        );
+        assert_eq!(on_write_error(&e), WriteErrorAction::ReportAndWait);
+    }
+
+    #[test]
+    fn an_invalid_object_is_reported_and_not_retried() {
+        for code in [400, 404, 422] {
+            assert_eq!(on_write_error(&api(code)), WriteErrorAction::ReportAndWait, "{code}");
+        }
+        assert_eq!(on_write_error(&api(403)), WriteErrorAction::ReportAndRetry);
+    }
+}
