@@ -7,7 +7,8 @@
 //!   call, drop;
 //! - `rust_wasm_reused`: the same component, one instance kept across calls;
 //! - the same two for the C, JS, Python and Go ports when their components have been built
-//!   (`guest-foo/{c,js,python,go}/build.sh`; skipped otherwise).
+//!   (by `scripts/build-guests` into `$KWOP_GUESTS_DIR` or `$CARGO_TARGET_DIR/guests`, or by
+//!   `guest-foo/{c,js,python,go}/build.sh` into their `dist/`; skipped otherwise).
 //!
 //! `cargo bench -p kwop-tests --bench plugin_call` (scripts/bench runs it and puts the medians in
 //! BENCHMARKS.md).
@@ -41,12 +42,24 @@ fn bench(c: &mut Criterion) {
     g.bench_function("rust_native", |b| b.iter(|| black_box(native(black_box(&req), &cache, &gvk))));
 
     let root = kwop_tests::repo_root();
+    // What scripts/build-guests built ($KWOP_GUESTS_DIR, else $CARGO_TARGET_DIR/guests), else
+    // what a language's own build.sh left in its dist/.
+    let built = std::env::var_os("KWOP_GUESTS_DIR")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("CARGO_TARGET_DIR").map(|t| std::path::PathBuf::from(t).join("guests")));
+    let guest = |file: &str, lang: &str| {
+        built
+            .as_ref()
+            .map(|d| d.join(format!("{file}.wasm")))
+            .filter(|p| p.is_file())
+            .unwrap_or_else(|| root.join(format!("guest-foo/{lang}/dist/foo.wasm")))
+    };
     let guests = [
         ("rust", std::path::PathBuf::from(kwop_tests::plugins::GUEST_FOO)),
-        ("c", root.join("guest-foo/c/dist/foo.wasm")),
-        ("js", root.join("guest-foo/js/dist/foo.wasm")),
-        ("python", root.join("guest-foo/python/dist/foo.wasm")),
-        ("go", root.join("guest-foo/go/dist/foo.wasm")),
+        ("c", guest("foo-c", "c")),
+        ("js", guest("foo-js", "js")),
+        ("python", guest("foo-py", "python")),
+        ("go", guest("foo-go", "go")),
     ];
     for (lang, path) in guests {
         if !Path::new(&path).is_file() {
