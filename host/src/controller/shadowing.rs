@@ -48,7 +48,7 @@ impl Inner {
         w: Watch,
         view: &RecordingCache,
     ) {
-        let result = shadow::result_of(r, &self.shared.config.outcome_limits);
+        let result = shadow::compare::result_json(r, &self.shared.config.outcome_limits);
         let name = plugin.info.name.clone();
         if let Some(p) = w.candidate {
             p.finish(key.to_string(), result.clone(), self.shared.metrics.clone(), name.clone());

@@ -13,7 +13,6 @@ pub mod record;
 pub mod stats;
 
 use crate::outcome::OutcomeLimits;
-use crate::plugin::sandbox::{CallError, RawResult};
 use crate::plugin::{wit, CacheView, CallSpec, LoadedPlugin};
 use crate::telemetry::Metrics;
 use serde_json::Value;
@@ -99,9 +98,4 @@ impl Pending {
             self.candidate.stats.record(&object, verdict);
         });
     }
-}
-
-/// What a call returned, in the form candidates and recordings compare (see [`compare`]).
-pub fn result_of(r: &Result<RawResult, CallError>, limits: &OutcomeLimits) -> Value {
-    compare::result_json(r, limits)
 }

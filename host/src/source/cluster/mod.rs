@@ -50,11 +50,13 @@ pub fn key_of(name: &str) -> String {
 /// A ReconcilerPlugin's candidate is fetched as a plugin of its own under this name (`#` is not
 /// allowed in object names, so it never collides with one).
 fn candidate_of(name: &str) -> String {
-    format!("{name}#candidate")
+    format!("{name}{CANDIDATE}")
 }
 
+const CANDIDATE: &str = "#candidate";
+
 fn is_candidate(name: &str) -> bool {
-    name.ends_with("#candidate")
+    name.ends_with(CANDIDATE)
 }
 
 /// ConfigMap sources are read again this often (a changed key hot-swaps the plugin).
@@ -369,7 +371,7 @@ impl ClusterSource {
         let candidates: BTreeMap<String, status::CandidateKnown> = self
             .plugins
             .iter()
-            .filter_map(|(n, p)| Some((n.strip_suffix("#candidate")?.to_string(), p)))
+            .filter_map(|(n, p)| Some((n.strip_suffix(CANDIDATE)?.to_string(), p)))
             .map(|(n, p)| {
                 let c = status::CandidateKnown {
                     key: p.key.clone(),
