@@ -85,7 +85,8 @@ async fn an_unowned_deployment_with_the_same_name_is_left_alone() -> anyhow::Res
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_resync_of_an_in_sync_world_writes_nothing() -> anyhow::Result<()> {
+async fn a_resync_of_an_in_sync_world_writes_nothing_calls_no_plugin_and_drift_is_still_corrected() -> anyhow::Result<()>
+{
     // A plane of its own: the API server's write counters then only see this test.
     let plane = ControlPlane::start(Mode::Api)?;
     let ns = plane.namespace("resync")?;
@@ -102,11 +103,14 @@ async fn a_resync_of_an_in_sync_world_writes_nothing() -> anyhow::Result<()> {
     // Let in-flight reconciles (triggered by our own writes) settle.
     tokio::time::sleep(Duration::from_secs(2)).await;
     let resources = ["deployments", "foos", "events"];
+    let calls = "kwop_plugin_call_duration_seconds_count";
     let writes_before = apiserver_writes(&plane, &resources)?;
     let reconciles_before = host.metric("kwop_reconcile_total", &[])?;
+    let calls_before = host.metric(calls, &[])?;
     tokio::time::sleep(Duration::from_secs(5)).await;
     let writes_after = apiserver_writes(&plane, &resources)?;
     let reconciles_after = host.metric("kwop_reconcile_total", &[])?;
+    let unchanged = host.metric("kwop_reconcile_total", &[("result", "unchanged")])?;
     assert!(
         reconciles_after - reconciles_before >= 60.0,
         "expected >= 3 resyncs of 20 Foos, saw {} reconciles",
@@ -114,6 +118,25 @@ async fn a_resync_of_an_in_sync_world_writes_nothing() -> anyhow::Result<()> {
     );
     assert_eq!(writes_after - writes_before, 0.0, "writes during resyncs of an in-sync world");
     assert!(host.metric("kwop_writes_skipped_total", &[])? > 0.0);
+    // Memoized: nothing the reconciles depend on changed, so the plugin was not called at all.
+    assert_eq!(host.metric(calls, &[])? - calls_before, 0.0, "plugin calls during resyncs of an in-sync world");
+    assert!(unchanged >= 60.0, "reconciles answered from the memo: {unchanged}");
+
+    // Drift changes a resourceVersion, so it is still corrected: a hand-edited Deployment...
+    let deps: Api<Deployment> = Api::namespaced(client.clone(), &ns);
+    let patch = json!({ "spec": { "replicas": 9 } });
+    deps.patch("dep-4", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&patch)).await?;
+    deployment_where(&client, &ns, "dep-4", "replicas restored", |d| {
+        d.spec.as_ref().and_then(|s| s.replicas) == Some(2)
+    })
+    .await?;
+    // ...and a hand-edited status.
+    let status = json!({ "status": { "availableReplicas": 7 } });
+    foos(&client, &ns)
+        .patch_status("foo-5", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&status))
+        .await?;
+    foo_status_where(&client, &ns, "foo-5", "status restored", |s| s["availableReplicas"] == 0).await?;
+    assert!(host.metric(calls, &[])? - calls_before >= 2.0, "the plugin was called for the drift");
     Ok(())
 }
 

@@ -6,6 +6,7 @@
 //! a bounded rate; a swap that changes kinds stops this controller and starts a new one.
 
 mod access;
+mod memo;
 mod pacer;
 pub mod queue;
 pub mod reads;
@@ -124,6 +125,8 @@ pub(crate) struct Inner {
     pacer: pacer::Pacer<ObjectKey>,
     /// What each primary's last reconcile read (reads trigger reconciles).
     pub(crate) reads: std::sync::Mutex<reads::ReadIndex>,
+    /// Each primary's last in-sync reconcile, to skip the plugin while nothing changed.
+    memo: memo::Memo,
 }
 
 /// A running controller.
@@ -179,6 +182,7 @@ impl Controller {
             abandon: CancellationToken::new(),
             pacer: pacer::Pacer::new(shared.config.requeue_rate),
             reads: std::sync::Mutex::new(reads::ReadIndex::default()),
+            memo: memo::Memo::default(),
         });
         publish_info(&shared, &file, &plugin, false);
         let tasks = TaskTracker::new();
@@ -331,6 +335,7 @@ impl Inner {
                 let key = ObjectKey::of(&o);
                 self.queue.remove(&key);
                 self.read_index().forget(&key);
+                self.memo.forget(&key);
                 self.events.forget(&key);
                 self.applier.forget(gvk, key.namespace.as_deref(), &key.name);
             }

@@ -37,6 +37,23 @@ pub struct Reads {
     pub gets: Vec<ReadKey>,
     /// Queries: kind, namespace (`None` = all), selector, and the objects returned.
     pub queries: Vec<(Gvk, Option<String>, Selector, Vec<ObjectKey>)>,
+    /// The resourceVersions the plugin was shown, when it was shown them (for memoized reconciles).
+    pub versions: Versions,
+}
+
+/// The resourceVersions behind [`Reads`], in the same order.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Versions {
+    /// One per get: the version found, `None` when nothing was.
+    pub gets: Vec<Option<String>>,
+    /// One per query: the version of each object returned.
+    pub queries: Vec<Vec<String>>,
+    /// More was read than is kept ([`MAX_GETS`], [`MAX_QUERIES`]): the record is incomplete.
+    pub truncated: bool,
+}
+
+fn version(o: &DynamicObject) -> String {
+    o.metadata.resource_version.clone().unwrap_or_default()
 }
 
 /// The cache as one reconcile sees it: answers from the shared caches and records each read.
@@ -90,21 +107,58 @@ impl RecordingCache {
     fn namespace_for(&self, kind: &Gvk, given: Option<&str>) -> Option<String> {
         read_namespace(self.inner.namespaced(kind), given, self.primary_namespace.as_deref()).map(str::to_string)
     }
+
+    /// The object a get answers with (nothing outside the granted namespaces).
+    fn object(&self, kind: &Gvk, ns: Option<&str>, name: &str) -> Option<Arc<DynamicObject>> {
+        if !self.may_read(ns) {
+            return None;
+        }
+        self.inner.kind(kind)?.get(ns, name)
+    }
+
+    /// The objects a query answers with (nothing outside the granted namespaces).
+    fn query_readable(&self, kind: &Gvk, namespace: Option<&str>, selector: &Selector) -> Vec<Arc<DynamicObject>> {
+        let mut found = if namespace.is_none() || self.may_read(namespace) {
+            self.inner.query_objects(kind, namespace, selector)
+        } else {
+            Vec::new()
+        };
+        found.retain(|o| self.may_read(o.metadata.namespace.as_deref()));
+        found
+    }
+
+    /// Whether every read in `reads` would be answered now exactly as it was then: the same
+    /// objects at the same resourceVersions (false when the record is incomplete).
+    pub fn answers_unchanged(&self, reads: &Reads) -> bool {
+        let v = &reads.versions;
+        if v.truncated || v.gets.len() != reads.gets.len() || v.queries.len() != reads.queries.len() {
+            return false;
+        }
+        let gets = reads.gets.iter().zip(&v.gets).all(|((kind, ns, name), was)| {
+            self.object(kind, ns.as_deref(), name).map(|o| version(&o)).as_ref() == was.as_ref()
+        });
+        gets && reads.queries.iter().zip(&v.queries).all(|((kind, ns, sel, keys), was)| {
+            let now = self.query_readable(kind, ns.as_deref(), sel);
+            now.len() == keys.len()
+                && now.iter().zip(keys).zip(was).all(|((o, k), rv)| ObjectKey::of(o) == *k && version(o) == *rv)
+        })
+    }
 }
 
 impl CacheView for RecordingCache {
     fn get(&self, kind: &Gvk, namespace: Option<&str>, name: &str) -> Option<String> {
         let ns = self.namespace_for(kind, namespace);
+        let object = self.object(kind, ns.as_deref(), name);
         {
             let mut r = self.reads.lock().unwrap_or_else(|p| p.into_inner());
             if r.gets.len() < MAX_GETS {
                 r.gets.push((kind.clone(), ns.clone(), name.to_string()));
+                r.versions.gets.push(object.as_deref().map(version));
+            } else {
+                r.versions.truncated = true;
             }
         }
-        if !self.may_read(ns.as_deref()) {
-            return None;
-        }
-        let found = self.inner.get(kind, ns.as_deref(), name);
+        let found = object.and_then(|o| crate::watch::caches::to_json(&o));
         if let Some(f) = &found {
             self.keep(std::slice::from_ref(f));
         }
@@ -118,17 +172,15 @@ impl CacheView for RecordingCache {
         selector: &Selector,
         max_bytes: usize,
     ) -> Result<Vec<String>, QueryTooLarge> {
-        let mut found = if namespace.is_none() || self.may_read(namespace) {
-            self.inner.query_objects(kind, namespace, selector)
-        } else {
-            Vec::new()
-        };
-        found.retain(|o| self.may_read(o.metadata.namespace.as_deref()));
+        let found = self.query_readable(kind, namespace, selector);
         {
             let mut r = self.reads.lock().unwrap_or_else(|p| p.into_inner());
             if r.queries.len() < MAX_QUERIES {
                 let keys = found.iter().map(|o| ObjectKey::of(o)).collect();
                 r.queries.push((kind.clone(), namespace.map(str::to_string), selector.clone(), keys));
+                r.versions.queries.push(found.iter().map(|o| version(o)).collect());
+            } else {
+                r.versions.truncated = true;
             }
         }
         let r = crate::watch::caches::query_json(kind, &found, max_bytes);
@@ -271,7 +323,7 @@ mod tests {
     #[test]
     fn a_get_wakes_its_reader_even_for_an_object_created_later() {
         let mut ix = ReadIndex::default();
-        let reads = Reads { gets: vec![(dep(), Some("ns".into()), "web".into())], queries: vec![] };
+        let reads = Reads { gets: vec![(dep(), Some("ns".into()), "web".into())], ..Default::default() };
         ix.record(&key("foo-a"), reads);
         assert_eq!(ix.triggered(&dep(), &obj("ns", "web", json!({})), false), HashSet::from([key("foo-a")]));
         assert!(ix.triggered(&dep(), &obj("other", "web", json!({})), false).is_empty());
@@ -285,7 +337,7 @@ mod tests {
     fn a_query_wakes_its_readers_on_match_and_on_leaving_the_match() {
         let mut ix = ReadIndex::default();
         let sel = Selector::parse("app=web").expect("selector");
-        let reads = Reads { gets: vec![], queries: vec![(dep(), Some("ns".into()), sel, vec![key("d1")])] };
+        let reads = Reads { queries: vec![(dep(), Some("ns".into()), sel, vec![key("d1")])], ..Default::default() };
         ix.record(&key("foo-a"), reads.clone());
         ix.record(&key("foo-b"), reads);
         let both = HashSet::from([key("foo-a"), key("foo-b")]);

@@ -1,5 +1,7 @@
-//! The spine of one reconcile: snapshot → plugin call → decode → fence → writes → report → next.
+//! The spine of one reconcile: snapshot → unchanged? → plugin call → decode → fence → writes →
+//! report → next.
 
+use super::memo::RequestVersions;
 use super::reads::RecordingCache;
 use super::seen::Seen;
 use super::writes::Op;
@@ -14,6 +16,7 @@ use crate::watch::ObjectKey;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::DynamicObject;
 use kube::Resource;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tracing::Instrument;
@@ -72,28 +75,38 @@ impl Inner {
         }
         let uid = primary.metadata.uid.clone().unwrap_or_default();
         let ns = primary.metadata.namespace.clone();
-        let (mut owned, mut seen) = (Vec::new(), Seen::default());
+        let mut seen = Seen::default();
         for g in &plugin.info.owns {
             for o in self.caches.controlled_by(g, ns.as_deref(), &uid) {
                 seen.record(g, &o);
-                owned.push(to_json(&o));
             }
         }
-        let req = wit::Request { primary: to_json(&primary), owned };
+        let mut view = RecordingCache::new(self.caches.clone(), ns.clone(), plugin.grants.clone());
+        if self.shared.recorder.is_some() {
+            view = view.keeping_answers();
+        }
+        // Nothing the last in-sync reconcile depended on changed: it would decide the same (`memo`).
+        let memoize = self.shared.recorder.is_none() && plugin.shadow.is_none();
+        let versions = memoize.then(|| RequestVersions::of(&primary, &seen));
+        if let Some(v) = &versions {
+            if self.memo.unchanged(key, &plugin, v, &view) {
+                m.result(name, "unchanged");
+                return Next::Done;
+            }
+        }
+        let req = wit::Request { primary: to_json(&primary), owned: seen.objects().map(|(_, o)| to_json(o)).collect() };
+        let clock_read = Arc::new(AtomicBool::new(false));
 
         // The call: admitted against the engine's instance slots and memory budget, run on the
         // plugin runtime, ended at its deadline (see `plugin::call`).
-        let raw = {
+        let (raw, reads) = {
             let spec = CallSpec {
                 object: key.to_string(),
                 uid: uid.clone(),
                 resource_version: primary.metadata.resource_version.clone().unwrap_or_default(),
                 started_at: std::time::SystemTime::now(),
+                clock_read: Some(clock_read.clone()),
             };
-            let mut view = RecordingCache::new(self.caches.clone(), ns.clone(), plugin.grants.clone());
-            if self.shared.recorder.is_some() {
-                view = view.keeping_answers();
-            }
             let view = Arc::new(view);
             // A candidate runs beside it on the same request, clock and caches (`shadow`).
             let watch = self.watch_call(&plugin, &req, &spec, ns.clone());
@@ -101,11 +114,13 @@ impl Inner {
             let r = plugin.call(req, spec, view.clone() as Arc<dyn CacheView>).await;
             m.plugin_call_seconds.get_or_create(&Metrics::plugin(name)).observe(started.elapsed().as_secs_f64());
             // Whatever the call's result, what it read wakes this primary when it changes.
-            self.read_index().record(key, view.take());
+            let reads = view.take();
+            let kept = memoize.then(|| reads.clone());
+            self.read_index().record(key, reads);
             if let Some(w) = watch {
                 self.watched_call(key, &plugin, &r, w, &view);
             }
-            r
+            (r, kept)
         };
 
         let raw = match raw {
@@ -174,6 +189,11 @@ impl Inner {
         self.report(&primary, &outcome.events, wrote).await;
         m.result(name, "success");
         tracing::debug!(wrote, "reconciled");
+        if let (Some(v), Some(reads)) = (versions, reads) {
+            if !wrote && outcome.requeue_after.is_none() && !clock_read.load(Ordering::Relaxed) {
+                self.memo.keep(key, &plugin, v, reads);
+            }
+        }
         match outcome.requeue_after {
             Some(d) => Next::After(d),
             None => Next::Done,

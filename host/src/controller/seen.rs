@@ -17,6 +17,11 @@ impl<'a> Seen<'a> {
         self.0.push((gvk, o.clone()));
     }
 
+    /// The objects shown, in the order of the request.
+    pub(crate) fn objects(&self) -> impl Iterator<Item = (&'a Gvk, &Arc<DynamicObject>)> + '_ {
+        self.0.iter().map(|(g, o)| (*g, o))
+    }
+
     /// `observed` (the cache now) carrying the resourceVersion the plugin saw, if it saw it.
     pub(crate) fn as_seen(
         &self,

@@ -103,7 +103,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 
 /// What one reconcile call is about besides its request: the object (for logs) and what makes
 /// the call deterministic (see `plugin::wasi`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct CallSpec {
     /// `namespace/name` of the primary, for logs.
     pub object: String,
@@ -114,6 +114,8 @@ pub struct CallSpec {
     /// The instant the plugin's wall clock shows for the whole call: the reconcile's start.
     /// [`CallSpec::new`] sets it to now; a replay sets the recorded one.
     pub started_at: SystemTime,
+    /// Set if the plugin reads its wall clock during the call (`None`: nobody asks).
+    pub clock_read: Option<Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl CallSpec {
@@ -132,7 +134,13 @@ impl CallSpec {
             metadata: Meta,
         }
         let m = serde_json::from_str::<Obj>(primary_json).unwrap_or_default().metadata;
-        CallSpec { object, uid: m.uid, resource_version: m.resource_version, started_at: SystemTime::now() }
+        CallSpec {
+            object,
+            uid: m.uid,
+            resource_version: m.resource_version,
+            started_at: SystemTime::now(),
+            clock_read: None,
+        }
     }
 }
 
@@ -186,6 +194,7 @@ impl LoadedPlugin {
             cache: Arc::new(super::StaticCache::default()),
             readable: Arc::new(HashSet::new()),
             determinism: Determinism::new(&sha256, "", "", SystemTime::now()),
+            clock_read: None,
         };
         let (pre2, deadline) = (pre.clone(), ceiling.deadline);
         let (raw, stats) = call::run(engine, &ceiling, ctx, move |mut store| async move {
@@ -239,6 +248,7 @@ impl LoadedPlugin {
             cache,
             readable: self.readable.clone(),
             determinism: Determinism::new(&self.sha256, &spec.uid, &spec.resource_version, spec.started_at),
+            clock_read: spec.clock_read,
         };
         let (pre, deadline) = (self.pre.clone(), self.limits.deadline);
         let (r, _) = call::run(&self.engine, &self.limits, ctx, move |mut store| async move {
@@ -285,6 +295,7 @@ impl LoadedPlugin {
             cache: Arc::new(super::StaticCache::default()),
             readable: self.readable.clone(),
             determinism: Determinism::new(&self.sha256, "", "", SystemTime::now()),
+            clock_read: None,
         };
         let deadline = self.limits.deadline;
         let mut store = sandbox::new_store(&self.engine, &self.limits, ctx);

@@ -14,6 +14,7 @@ use super::wasi::{self, Determinism};
 use super::wit;
 use crate::kinds::Gvk;
 use std::collections::HashSet;
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wasmtime::component::ResourceTable;
@@ -154,13 +155,15 @@ pub struct CallContext {
     pub readable: Arc<HashSet<Gvk>>,
     /// The call's fixed clock and random seed.
     pub determinism: Determinism,
+    /// Set when the plugin reads the wall clock (a memoized reconcile must not depend on it).
+    pub clock_read: Option<Arc<AtomicBool>>,
 }
 
 pub(crate) fn new_store(engine: &PluginEngine, limits: &Limits, ctx: CallContext) -> Store<HostState> {
     let stdout = Captured::new(limits.output_bytes);
     let stderr = Captured::new(limits.output_bytes);
     let state = HostState {
-        wasi: wasi::ctx(&ctx.determinism, limits, stdout.clone(), stderr.clone()),
+        wasi: wasi::ctx(&ctx.determinism, ctx.clock_read, limits, stdout.clone(), stderr.clone()),
         table: ResourceTable::new(),
         limiter: Limiter { limit: limits.memory_bytes, used: 0, peak: 0, refused: None },
         cache: ctx.cache,

@@ -24,6 +24,8 @@ use super::sandbox::HostState;
 use rand_core::TryRng;
 use sha2::{Digest, Sha256};
 use std::convert::Infallible;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use wasmtime::component::{Linker, Resource, ResourceTable};
 use wasmtime_wasi::p2::bindings::io::poll::HostPollable;
@@ -62,7 +64,13 @@ impl Determinism {
 }
 
 /// The builder every call's WASI context comes from.
-pub(crate) fn ctx(d: &Determinism, limits: &Limits, stdout: Captured, stderr: Captured) -> WasiCtx {
+pub(crate) fn ctx(
+    d: &Determinism,
+    clock_read: Option<Arc<AtomicBool>>,
+    limits: &Limits,
+    stdout: Captured,
+    stderr: Captured,
+) -> WasiCtx {
     let since_epoch = d.started_at.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
     let seed_u128 = u128::from_le_bytes(SeededBytes::new(&d.seed, b"insecure-seed").take16());
     // No preopened directories, environment or network; stdin stays empty (the builder's
@@ -76,7 +84,7 @@ pub(crate) fn ctx(d: &Determinism, limits: &Limits, stdout: Captured, stderr: Ca
         .allow_tcp(false)
         .allow_udp(false)
         .allow_ip_name_lookup(false)
-        .wall_clock(FixedWallClock(since_epoch))
+        .wall_clock(FixedWallClock(since_epoch, clock_read))
         .monotonic_clock(StoppedClock)
         .secure_random(SeededBytes::new(&d.seed, b"random"))
         .insecure_random(SeededBytes::new(&d.seed, b"insecure"))
@@ -148,13 +156,17 @@ fn timer(table: &mut ResourceTable, due: bool) -> wasmtime::Result<Resource<DynP
     wasmtime_wasi::p2::subscribe(table, t)
 }
 
-struct FixedWallClock(Duration);
+/// The call's one instant; reading it is noted (a memoized reconcile must not depend on time).
+struct FixedWallClock(Duration, Option<Arc<AtomicBool>>);
 
 impl HostWallClock for FixedWallClock {
     fn resolution(&self) -> Duration {
         Duration::from_nanos(1)
     }
     fn now(&self) -> Duration {
+        if let Some(read) = &self.1 {
+            read.store(true, Ordering::Relaxed);
+        }
         self.0
     }
 }
