@@ -106,6 +106,11 @@ async fn every_benchmark_runs_at_a_tiny_scale() -> anyhow::Result<()> {
     assert_eq!(kw.total, 0.0, "kwop wrote while in sync: {:?}", kw.writes);
     assert_eq!(kw.startup_writes, 0.0, "kwop wrote at start-up of an in-sync world");
     assert!(kw.reconciles.unwrap_or(0.0) >= 2.0 * kw.n as f64, "kwop resynced: {kw:?}");
+    // Memoized: resyncs of an in-sync world never call the plugin; with --memoize=false each does.
+    assert_eq!(kw.plugin_calls, Some(0.0), "an in-sync resync called the plugin: {kw:?}");
+    let before = r.steady.iter().find(|s| s.driver == Driver::KwopNoMemo).expect("kwop --memoize=false run");
+    assert_eq!(before.total, 0.0, "kwop --memoize=false wrote while in sync: {:?}", before.writes);
+    assert!(before.plugin_calls.unwrap_or(0.0) >= 2.0 * before.n as f64, "every resync called the plugin: {before:?}");
     let sc = r.steady.iter().find(|s| s.driver == Driver::SampleController).expect("sample-controller run");
     assert!(sc.total + sc.startup_writes > 0.0, "sample-controller updates the status at every sync: {sc:?}");
     // 4. Memory: both controllers measured at every size.
@@ -114,6 +119,9 @@ async fn every_benchmark_runs_at_a_tiny_scale() -> anyhow::Result<()> {
     // 5. Many plugins.
     let m = r.many.as_ref().expect("many");
     assert!(m.kwop_converged, "every plugin converged its Foos");
+    // Every plugin owns Deployments, and the host holds one cache of them: one watch.
+    assert_eq!(m.deployment_cache_plugins, Some(m.plugins as f64), "plugins sharing the Deployment cache: {m:?}");
+    assert_eq!(m.deployment_watches, Some(1.0), "Deployment watches kwop opened at the API server: {m:?}");
     assert!(m.kwop_rss > 0 && m.kwop_one_rss > 0 && m.sc_one_rss > 0 && m.sc_rss_total > m.sc_one_rss, "{m:?}");
     // 6. Hot swap.
     let h = r.hotswap.as_ref().expect("hot swap");

@@ -181,6 +181,12 @@ pub struct RunArgs {
     /// turns the resync off.
     #[arg(long, default_value = "5m", value_parser = units::duration)]
     pub resync_period: Duration,
+    /// Skip the plugin call for a primary when nothing its last in-sync reconcile depended on
+    /// has changed: the resourceVersions of the primary, of what it owns and of what it read, the
+    /// plugin and its grants (counted as `kwop_reconcile_total{result="unchanged"}`). `false`
+    /// calls the plugin at every resync, e.g. to compare.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub memoize: bool,
     /// Objects per second re-queued after a plugin swap, a resync or a relist.
     #[arg(long, default_value_t = 200.0)]
     pub requeue_rate: f64,

@@ -191,6 +191,7 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
     let config = ControllerConfig {
         workers: args.workers,
         resync: args.resync_period,
+        memoize: args.memoize,
         requeue_rate: args.requeue_rate,
         namespace: args.namespace.clone(),
         instance: Some(identity.clone()),
@@ -204,7 +205,9 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
         )),
         None => None,
     };
+    let pool = Arc::new(crate::watch::Pool::new(client.clone(), config.namespace.clone(), metrics.clone()));
     let shared = Arc::new(Shared {
+        pool,
         client,
         metrics: metrics.clone(),
         health: health.clone(),
@@ -221,8 +224,8 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
             // Follow the plugin folder. Any event triggers a rescan by content hash.
             let watch_tx = tx.clone();
             let mut w = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
-                if res.is_ok() {
-                    let _ = watch_tx.try_send(Command::Rescan);
+                if let Ok(ev) = res {
+                    let _ = watch_tx.try_send(rescan_for(&ev.kind));
                 }
             })
             .context("cannot watch the plugin folder")?;
@@ -326,4 +329,16 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
     }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// A file renamed into place or closed after writing is complete: scan at once. Anything else
+/// (a create, a partial write, a removal: a `cp` or a ConfigMap update under way) is debounced.
+fn rescan_for(kind: &notify::EventKind) -> Command {
+    use notify::event::{AccessKind, AccessMode, ModifyKind, RenameMode};
+    use notify::EventKind;
+    match kind {
+        EventKind::Modify(ModifyKind::Name(RenameMode::To | RenameMode::Both))
+        | EventKind::Access(AccessKind::Close(AccessMode::Write)) => Command::RescanNow,
+        _ => Command::Rescan,
+    }
 }

@@ -1,6 +1,6 @@
-//! One controller per plugin: its caches, its queue, its workers.
+//! One controller per plugin: its view of the shared caches, its queue, its workers.
 //!
-//! Start-up follows sample-controller's `Run`: start the watches, wait for every cache to be
+//! Start-up follows sample-controller's `Run`: subscribe to the watches, wait for every cache to be
 //! listed once, then start the workers. A plugin swap with the same kinds replaces the plugin
 //! between reconciles (in-flight ones finish on the old version) and re-queues every primary at
 //! a bounded rate; a swap that changes kinds stops this controller and starts a new one.
@@ -23,7 +23,6 @@ use crate::report::EventSink;
 use crate::telemetry::{health::PluginStatus, Health, Metrics};
 use crate::watch::{self, Caches, KindCache, ObjectKey, WatchEvent};
 use arc_swap::ArcSwap;
-use futures::StreamExt;
 use kube::Client;
 use queue::{Queue, RateLimit};
 use std::sync::Arc;
@@ -40,6 +39,9 @@ pub struct ControllerConfig {
     /// Every primary is re-queued this often (level-triggered safety net; costs no writes when in
     /// sync); zero turns the resync off, as in client-go.
     pub resync: Duration,
+    /// Skip the plugin while nothing a primary's last in-sync reconcile depended on changed
+    /// (see [`memo`]).
+    pub memoize: bool,
     /// Re-queue rate (objects/s) after a swap, a resync or a relist, per plugin.
     pub requeue_rate: f64,
     /// Watch only this namespace.
@@ -59,6 +61,7 @@ impl Default for ControllerConfig {
         ControllerConfig {
             workers: 4,
             resync: Duration::from_secs(300),
+            memoize: true,
             requeue_rate: 200.0,
             namespace: None,
             outcome_limits: OutcomeLimits::default(),
@@ -83,6 +86,8 @@ pub struct Shared {
     pub candidates: Arc<crate::shadow::stats::Registry>,
     /// Records every reconcile as a fixture (`--record`).
     pub recorder: Option<Arc<crate::shadow::record::Recorder>>,
+    /// The host's caches, one per kind, shared by every plugin.
+    pub pool: Arc<crate::watch::Pool>,
 }
 
 /// Why a controller could not start.
@@ -156,10 +161,9 @@ impl Controller {
             return Err(StartError::Forbidden(denied));
         }
         for ((gvk, role), (resolved, _)) in kinds.iter().zip(resolved) {
-            let status_manager = (*role == Role::Primary).then(|| info.field_manager());
-            let (cache, stream) = KindCache::start(shared.client.clone(), resolved, ns.as_deref(), status_manager);
-            caches.insert(cache);
-            streams.push((*role, gvk.clone(), stream));
+            let sub = shared.pool.subscribe(resolved);
+            caches.insert(sub.cache.clone());
+            streams.push((*role, gvk.clone(), sub));
         }
         let caches = Arc::new(caches);
         let primary = caches.kind(&info.primary).cloned().ok_or_else(|| unreachable_discovery(&info.primary))?;
@@ -186,14 +190,14 @@ impl Controller {
         });
         publish_info(&shared, &file, &plugin, false);
         let tasks = TaskTracker::new();
-        for (role, gvk, stream) in streams {
+        for (role, gvk, mut sub) in streams {
             let inner = inner.clone();
+            // The subscription keeps the shared watch alive while this controller runs.
             tasks.spawn(async move {
-                let mut stream = std::pin::pin!(stream);
                 loop {
                     tokio::select! {
                         _ = inner.stop.cancelled() => return,
-                        ev = stream.next() => match ev {
+                        ev = sub.events.recv() => match ev {
                             Some(ev) => inner.on_watch_event(role, &gvk, ev),
                             None => return,
                         },

@@ -86,7 +86,7 @@ impl Inner {
             view = view.keeping_answers();
         }
         // Nothing the last in-sync reconcile depended on changed: it would decide the same (`memo`).
-        let memoize = self.shared.recorder.is_none() && plugin.shadow.is_none();
+        let memoize = self.shared.config.memoize && self.shared.recorder.is_none() && plugin.shadow.is_none();
         let versions = memoize.then(|| RequestVersions::of(&primary, &seen));
         if let Some(v) = &versions {
             if self.memo.unchanged(key, &plugin, v, &view) {

@@ -23,8 +23,12 @@ use tokio::time::Instant;
 /// What the supervisor can be asked to do.
 #[derive(Debug)]
 pub enum Command {
-    /// Something changed in the folder.
+    /// Something changed in the folder (a file being written, a ConfigMap update under way):
+    /// rescanned once the burst settles ([`DEBOUNCE`]).
     Rescan,
+    /// A file was completed (renamed into place, as `mv` and the ConfigMap `..data` swap do, or
+    /// closed after writing): rescanned at once.
+    RescanNow,
     /// Everything the ReconcilerPlugin source offers now.
     Catalog(Catalog),
     /// Leadership gained (`true`) or lost (`false`).
@@ -58,6 +62,8 @@ pub struct Supervisor {
     pub(super) active: bool,
     pub(super) shutdown: Option<oneshot::Sender<()>>,
     scanning: bool,
+    /// A [`Command::RescanNow`] came while a scan ran: scan again as soon as it reports.
+    rescan_again: bool,
     rescan_at: Option<Instant>,
     pub(super) events: (mpsc::UnboundedSender<Event>, mpsc::UnboundedReceiver<Event>),
     pub(super) reports: Option<mpsc::UnboundedSender<Report>>,
@@ -96,6 +102,7 @@ impl Supervisor {
             active: false,
             shutdown: None,
             scanning: false,
+            rescan_again: false,
             rescan_at: None,
             events: mpsc::unbounded_channel(),
             reports: None,
@@ -145,6 +152,7 @@ impl Supervisor {
                     Some(Command::Rescan) => {
                         self.rescan_at.get_or_insert(Instant::now() + DEBOUNCE);
                     }
+                    Some(Command::RescanNow) => self.rescan_now(),
                     Some(Command::Catalog(c)) => self.on_catalog(c),
                     Some(Command::SetActive(a)) => self.set_active(a),
                     Some(Command::Shutdown(done)) => self.begin_shutdown(Some(done)),
@@ -223,6 +231,16 @@ impl Supervisor {
         });
     }
 
+    /// Event-driven: a completed file is scanned without waiting for a debounce.
+    fn rescan_now(&mut self) {
+        if self.scanning {
+            self.rescan_again = true;
+        } else {
+            self.rescan_at = None;
+            self.start_scan();
+        }
+    }
+
     fn on_event(&mut self, ev: Event) {
         match ev {
             Event::Scanned(r) => {
@@ -230,6 +248,9 @@ impl Supervisor {
                 match r {
                     Ok(scan) => self.on_catalog(folder::catalog(scan)),
                     Err(e) => tracing::error!(dir = ?self.dir, "cannot list the plugin folder: {e}"),
+                }
+                if std::mem::take(&mut self.rescan_again) {
+                    self.start_scan();
                 }
             }
             Event::Loaded { file, fingerprint, result } => {

@@ -62,7 +62,7 @@ impl PluginInfo {
 
     /// Field manager used for every write of this plugin.
     pub fn field_manager(&self) -> String {
-        format!("kwop-{}", self.name)
+        format!("{}{}", crate::watch::caches::KWOP_MANAGER_PREFIX, self.name)
     }
 
     /// Every kind the plugin may read.

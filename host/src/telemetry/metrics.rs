@@ -19,7 +19,8 @@ pub struct PluginLabel {
 pub struct ResultLabels {
     /// Plugin name.
     pub plugin: String,
-    /// `success`, `plugin_failure`, `plugin_error`, `rejected`, `write_error`.
+    /// `success`, `unchanged` (memoized: the plugin was not called), `plugin_failure`,
+    /// `plugin_error`, `rejected`, `write_error`.
     pub result: String,
 }
 
@@ -54,6 +55,13 @@ pub struct InfoLabels {
     pub sha256: String,
     /// File name.
     pub file: String,
+}
+
+/// `kind`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct KindLabel {
+    /// Group/version/kind.
+    pub kind: String,
 }
 
 /// `file`, `reason`.
@@ -115,6 +123,10 @@ pub struct Metrics {
     pub shadow: Family<ReasonLabels, Counter>,
     /// Reconciles recorded (`--record`).
     pub recorded: Family<PluginLabel, Counter>,
+    /// Plugins subscribed to the host's one cache of a kind.
+    pub cache_plugins: Family<KindLabel, Gauge>,
+    /// Objects in the host's cache of a kind.
+    pub cached_objects: Family<KindLabel, Gauge>,
 }
 
 impl Default for Metrics {
@@ -149,6 +161,8 @@ impl Metrics {
             writes_refused_not_leader: Counter::default(),
             shadow: Family::default(),
             recorded: Family::default(),
+            cache_plugins: Family::default(),
+            cached_objects: Family::default(),
             registry: Registry::default(),
         };
         registry.register("reconcile", "Reconciles by result", m.reconciles.clone());
@@ -200,6 +214,12 @@ impl Metrics {
             m.shadow.clone(),
         );
         registry.register("reconciles_recorded", "Reconciles recorded as fixtures (--record)", m.recorded.clone());
+        registry.register(
+            "cache_plugins",
+            "Plugins sharing the host's one cache (and watch) of a kind",
+            m.cache_plugins.clone(),
+        );
+        registry.register("cached_objects", "Objects in the host's cache of a kind", m.cached_objects.clone());
         Metrics { registry, ..m }
     }
 
@@ -224,6 +244,11 @@ impl Metrics {
         // Writing into a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut s, &self.registry);
         s
+    }
+
+    /// Label helper.
+    pub fn kind(k: &str) -> KindLabel {
+        KindLabel { kind: k.to_string() }
     }
 
     /// Label helper.

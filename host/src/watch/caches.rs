@@ -86,19 +86,22 @@ pub enum WatchEvent {
     },
 }
 
+/// Every plugin's field manager starts so (see `PluginInfo::field_manager`).
+pub const KWOP_MANAGER_PREFIX: &str = "kwop-";
+
 /// Annotations the host never needs: dropping them saves memory per cached object.
 const STRIPPED_ANNOTATIONS: &[&str] = &["kubectl.kubernetes.io/last-applied-configuration"];
 
 impl KindCache {
     /// Starts watching a kind (all namespaces, or one). Returns the cache and the event stream
     /// that drives it: the stream must be polled for the store to fill. `managedFields` are
-    /// dropped, except the status entry of `status_manager` (the plugin's field manager, for its
-    /// primary kind: the applier needs to know which status fields the plugin set).
+    /// dropped, except the status entries of kwop's plugins (field managers `kwop-<plugin>`: the
+    /// applier of a plugin whose primary this kind is needs to know which status fields it set).
+    /// One cache serves every plugin of the host that declares the kind (see [`super::pool`]).
     pub fn start(
         client: Client,
         resolved: Resolved,
         namespace: Option<&str>,
-        status_manager: Option<String>,
     ) -> (Arc<Self>, impl Stream<Item = WatchEvent> + Send + 'static) {
         let ar = resolved.resource.clone();
         let api: Api<DynamicObject> = match (namespace, resolved.namespaced) {
@@ -120,16 +123,16 @@ impl KindCache {
             .modify(move |o: &mut DynamicObject| {
                 // List items carry no apiVersion/kind; plugins expect both.
                 o.types = Some(types.clone());
-                o.metadata.managed_fields = match &status_manager {
-                    None => None,
-                    Some(m) => o.metadata.managed_fields.take().and_then(|all| {
-                        let kept: Vec<_> = all
-                            .into_iter()
-                            .filter(|f| f.manager.as_ref() == Some(m) && f.subresource.as_deref() == Some("status"))
-                            .collect();
-                        (!kept.is_empty()).then_some(kept)
-                    }),
-                };
+                o.metadata.managed_fields = o.metadata.managed_fields.take().and_then(|all| {
+                    let kept: Vec<_> = all
+                        .into_iter()
+                        .filter(|f| {
+                            f.subresource.as_deref() == Some("status")
+                                && f.manager.as_deref().is_some_and(|m| m.starts_with(KWOP_MANAGER_PREFIX))
+                        })
+                        .collect();
+                    (!kept.is_empty()).then_some(kept)
+                });
                 if let Some(a) = o.metadata.annotations.as_mut() {
                     for k in STRIPPED_ANNOTATIONS {
                         a.remove(*k);

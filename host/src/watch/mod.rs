@@ -1,14 +1,17 @@
-//! Watches derived from a plugin's declaration: discovery, reflector stores, owner mapping.
+//! Watches derived from the plugins' declarations: discovery, one shared reflector store per kind,
+//! owner mapping.
 //!
 //! Nothing here knows about Foo: kinds come from the plugin's `info()`, resolved through API
 //! discovery, and every object is a `DynamicObject`.
 
 pub mod caches;
 pub mod discovery;
+pub mod pool;
 pub mod selector;
 
 pub use caches::{Caches, KindCache, WatchEvent};
 pub use discovery::{resolve, Resolved};
+pub use pool::{Pool, Subscription};
 
 /// Identity of a primary object in a queue: namespace (None when cluster-scoped) and name.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -141,6 +141,9 @@ impl Config {
 pub enum Driver {
     /// kwop + guest-foo.
     Kwop,
+    /// kwop + guest-foo with `--memoize=false`: the plugin is called at every resync (steady
+    /// state's "before").
+    KwopNoMemo,
     /// kubernetes/sample-controller v0.36.3, as shipped (client-go default 5 QPS / burst 10).
     SampleController,
     /// No controller: the benchmark client issues the same creates and status writes itself.
@@ -155,6 +158,7 @@ impl Driver {
     pub fn label(self) -> &'static str {
         match self {
             Driver::Kwop => "kwop",
+            Driver::KwopNoMemo => "kwop --memoize=false (before)",
             Driver::SampleController => "sample-controller",
             Driver::Floor => "write floor",
             Driver::FloorSsa => "write floor, kwop's writes",
@@ -200,6 +204,9 @@ pub struct SteadyRun {
     pub total: f64,
     /// Reconciles during the window (kwop's metric; None for sample-controller).
     pub reconciles: Option<f64>,
+    /// Plugin calls during the window (kwop's metric; None for sample-controller).
+    #[serde(default)]
+    pub plugin_calls: Option<f64>,
     /// CPU time of the controller during the window, seconds.
     pub cpu_s: f64,
     /// Writes while the freshly started controller made its first pass (before the window).
@@ -261,6 +268,13 @@ pub struct ManyRun {
     pub sc_anon_total: u64,
     /// Every plugin converged its Foos (Deployment + status) in the kwop run.
     pub kwop_converged: bool,
+    /// Deployment watches kwop held open at kube-apiserver with every plugin running (one
+    /// shared cache: 1; before issue 17, one per plugin).
+    #[serde(default)]
+    pub deployment_watches: Option<f64>,
+    /// Plugins sharing kwop's Deployment cache (`kwop_cache_plugins`).
+    #[serde(default)]
+    pub deployment_cache_plugins: Option<f64>,
 }
 
 /// Hot-swap latencies.

@@ -204,13 +204,13 @@ pub fn markdown(r: &Results, svg_name: Option<&str>) -> String {
         let _ = writeln!(o, "### 3. Steady-state writes (N Foos in sync)\n");
         let _ = writeln!(
             o,
-            "| controller | N | resync | window | writes in window | writes / hour | reconciles in window | CPU in window | writes at start-up | by resource and verb |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+            "| controller | N | resync | window | writes in window | writes / hour | reconciles in window | plugin calls in window | CPU in window | writes at start-up | by resource and verb |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
         );
         for s in &r.steady {
             let detail: Vec<String> = s.writes.iter().map(|(k, v)| format!("{k}: {v}")).collect();
             let _ = writeln!(
                 o,
-                "| {} | {} | {:.0} s | {:.0} s | {} | {:.0} | {} | {:.2} s | {} | {} |",
+                "| {} | {} | {:.0} s | {:.0} s | {} | {:.0} | {} | {} | {:.2} s | {} | {} |",
                 s.driver.label(),
                 s.n,
                 s.resync_s,
@@ -218,12 +218,14 @@ pub fn markdown(r: &Results, svg_name: Option<&str>) -> String {
                 s.total,
                 s.per_hour(),
                 s.reconciles.map(|x| format!("{x}")).unwrap_or_else(|| "–".into()),
+                s.plugin_calls.map(|x| format!("{x}")).unwrap_or_else(|| "–".into()),
                 s.cpu_s,
                 s.startup_writes,
                 if detail.is_empty() { "none".into() } else { detail.join(", ") }
             );
         }
         let _ = writeln!(o);
+        steady_goal(&mut o, &r.steady);
     }
 
     if !r.memory.is_empty() {
@@ -319,6 +321,13 @@ pub fn markdown(r: &Results, svg_name: Option<&str>) -> String {
             ratio(mr.kwop_rss as f64, mr.sc_rss_total as f64),
             mr.kwop_converged
         );
+        if let (Some(w), Some(p)) = (mr.deployment_watches, mr.deployment_cache_plugins) {
+            let _ = writeln!(
+                o,
+                "One cache per kind per host (issue 17): the {} plugins all own Deployments; kwop held **{w}** Deployment watch(es) open at kube-apiserver, and its Deployment cache had {p} subscribers (before: one watch and one copy per plugin).\n",
+                mr.plugins
+            );
+        }
     }
 
     if let Some(h) = &r.hotswap {
@@ -400,6 +409,7 @@ fn scaling_lines(r: &Results) -> Vec<String> {
 pub fn plot(r: &Results) -> String {
     let colors = |d: Driver| match d {
         Driver::Kwop => "#1f77b4",
+        Driver::KwopNoMemo => "#17becf",
         Driver::SampleController => "#d62728",
         Driver::Floor => "#2ca02c",
         Driver::FloorSsa => "#9467bd",
@@ -458,4 +468,33 @@ pub fn splice(doc: &str, generated: &str) -> String {
 /// The sizes measured, ascending, once each.
 fn distinct(sizes: impl Iterator<Item = usize>) -> Vec<usize> {
     sizes.collect::<std::collections::BTreeSet<_>>().into_iter().collect()
+}
+
+/// The memoized-reconcile goal of issue 17: steady-state CPU ≤ 0.2× sample-controller's in the
+/// same window, with zero writes; and what memoizing bought against `--memoize=false`.
+fn steady_goal(o: &mut String, runs: &[super::SteadyRun]) {
+    let get = |d: Driver| runs.iter().find(|s| s.driver == d);
+    let Some(k) = get(Driver::Kwop) else { return };
+    if let Some(before) = get(Driver::KwopNoMemo) {
+        let _ = writeln!(
+            o,
+            "Memoized reconciles: kwop's CPU in the window is **{:.2}×** what it was with `--memoize=false` ({:.2} s against {:.2} s), with {} plugin calls against {}.",
+            k.cpu_s / before.cpu_s.max(1e-9),
+            k.cpu_s,
+            before.cpu_s,
+            k.plugin_calls.unwrap_or(0.0),
+            before.plugin_calls.unwrap_or(0.0),
+        );
+    }
+    if let Some(sc) = get(Driver::SampleController) {
+        let ratio = k.cpu_s / sc.cpu_s.max(1e-9);
+        let met = ratio <= 0.2 && k.total == 0.0;
+        let _ = writeln!(
+            o,
+            "Goal (issue 17): steady-state CPU ≤ 0.2× sample-controller's, with zero writes: kwop **{ratio:.2}×** with {} writes — **{}**.",
+            k.total,
+            if met { "met" } else { "not met" }
+        );
+    }
+    let _ = writeln!(o);
 }

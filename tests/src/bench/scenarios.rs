@@ -96,6 +96,10 @@ pub async fn convergence_run(cfg: &Config, driver: Driver, n: usize) -> Result<C
     let api_pid = apiserver_pid(&plane);
     let ctl = match driver {
         Driver::Kwop => Some(controllers::kwop(&cfg.kwop, &plane, &guest_foo_dir()?, &cache_dir(cfg), &[])?),
+        Driver::KwopNoMemo => {
+            let args = ["--memoize=false".to_string()];
+            Some(controllers::kwop(&cfg.kwop, &plane, &guest_foo_dir()?, &cache_dir(cfg), &args)?)
+        }
         Driver::SampleController => Some(controllers::sample_controller(&plane, "conv")?),
         Driver::Floor | Driver::FloorSsa => None,
     };
@@ -200,37 +204,14 @@ pub async fn steady(cfg: &Config) -> Result<Vec<SteadyRun>> {
     let window = Duration::from_secs(cfg.steady_window_s);
     let mut out = Vec::new();
 
-    let resync = cfg.steady_resync_s;
-    say(format!("steady: kwop, resync {resync}s, window {window:?}"));
-    let k = controllers::kwop(
-        &cfg.kwop,
-        &plane,
-        &guest_foo_dir()?,
-        &cache_dir(cfg),
-        &[format!("--resync-period={resync}s")],
-    )?;
-    let w_start = world::apiserver_writes(&plane)?;
-    wait_reconciled(&k, n, Duration::from_secs(300)).await?;
-    tokio::time::sleep(Duration::from_secs(resync.min(5))).await;
-    let (w0, r0, c0) = (world::apiserver_writes(&plane)?, k.metric("kwop_reconcile_total", &[]), k.cpu());
-    let startup_writes = world::total(&world::writes_between(&w_start, &w0));
-    tokio::time::sleep(window).await;
-    let (w1, r1, c1) = (world::apiserver_writes(&plane)?, k.metric("kwop_reconcile_total", &[]), k.cpu());
-    let writes = world::writes_between(&w0, &w1);
-    out.push(SteadyRun {
-        driver: Driver::Kwop,
-        n,
-        window_s: window.as_secs_f64(),
-        resync_s: resync as f64,
-        total: world::total(&writes),
-        writes,
-        reconciles: Some(r1 - r0),
-        cpu_s: c1 - c0,
-        startup_writes,
-    });
-    k.stop();
+    // Before (every resync calls the plugin) and after (memoized reconciles), on the same world.
+    for memoize in [false, true] {
+        out.push(steady_kwop(cfg, &plane, n, window, memoize).await?);
+    }
     if cfg.no_sample_controller {
-        say(format!("  kwop: {} writes, {:.2} s CPU in {window:?}", out[0].total, out[0].cpu_s));
+        for r in &out {
+            say(format!("  {}: {} writes, {:.2} s CPU in {window:?}", r.driver.label(), r.total, r.cpu_s));
+        }
         return Ok(out);
     }
 
@@ -252,6 +233,7 @@ pub async fn steady(cfg: &Config) -> Result<Vec<SteadyRun>> {
         total: world::total(&writes),
         writes,
         reconciles: None,
+        plugin_calls: None,
         cpu_s: c1 - c0,
         startup_writes,
     });
@@ -267,6 +249,50 @@ pub async fn steady(cfg: &Config) -> Result<Vec<SteadyRun>> {
         ));
     }
     Ok(out)
+}
+
+/// kwop's part of measurement 3: restarted on an in-sync world with a short resync, with or
+/// without `--memoize`.
+async fn steady_kwop(
+    cfg: &Config,
+    plane: &ControlPlane,
+    n: usize,
+    window: Duration,
+    memoize: bool,
+) -> Result<SteadyRun> {
+    let resync = cfg.steady_resync_s;
+    say(format!("steady: kwop --memoize={memoize}, resync {resync}s, window {window:?}"));
+    let k = controllers::kwop(
+        &cfg.kwop,
+        plane,
+        &guest_foo_dir()?,
+        &cache_dir(cfg),
+        &[format!("--resync-period={resync}s"), format!("--memoize={memoize}")],
+    )?;
+    let w_start = world::apiserver_writes(plane)?;
+    wait_reconciled(&k, n, Duration::from_secs(300)).await?;
+    tokio::time::sleep(Duration::from_secs(resync.min(5))).await;
+    const CALLS: &str = "kwop_plugin_call_duration_seconds_count";
+    let (w0, r0, p0, c0) =
+        (world::apiserver_writes(plane)?, k.metric("kwop_reconcile_total", &[]), k.metric(CALLS, &[]), k.cpu());
+    let startup_writes = world::total(&world::writes_between(&w_start, &w0));
+    tokio::time::sleep(window).await;
+    let (w1, r1, p1, c1) =
+        (world::apiserver_writes(plane)?, k.metric("kwop_reconcile_total", &[]), k.metric(CALLS, &[]), k.cpu());
+    let writes = world::writes_between(&w0, &w1);
+    k.stop();
+    Ok(SteadyRun {
+        driver: if memoize { Driver::Kwop } else { Driver::KwopNoMemo },
+        n,
+        window_s: window.as_secs_f64(),
+        resync_s: resync as f64,
+        total: world::total(&writes),
+        writes,
+        reconciles: Some(r1 - r0),
+        plugin_calls: Some(p1 - p0),
+        cpu_s: c1 - c0,
+        startup_writes,
+    })
 }
 
 /// Measurement 4: Memory: RSS of each controller, started fresh, with `n` Foos and `n` Deployments to cache,
@@ -351,6 +377,7 @@ pub async fn many(cfg: &Config) -> Result<ManyRun> {
         std::fs::copy(f, all_dir.join(f.file_name().ok_or_else(|| anyhow!("no file name"))?))?;
     }
     say(format!("many: one kwop host with {k} plugins, {m} Foos each"));
+    let watches_before = world::apiserver_watches(&plane, "deployments")?;
     let kw = controllers::kwop(&cfg.kwop, &plane, &all_dir, &cache_dir(cfg), &[])?;
     let mut converged = true;
     for g in &groups {
@@ -361,6 +388,9 @@ pub async fn many(cfg: &Config) -> Result<ManyRun> {
     }
     tokio::time::sleep(settle(cfg)).await;
     let all = controllers::sample_memory(&[kw.pid()], cfg.samples, Duration::from_secs(1)).await;
+    // The trackers' watches are closed by now: what is open is kwop's.
+    let deployment_watches = world::apiserver_watches(&plane, "deployments")? - watches_before;
+    let deployment_cache_plugins = kw.metric("kwop_cache_plugins", &[("kind", "apps/v1/Deployment")]);
     kw.stop();
 
     say("many: one kwop host with one plugin");
@@ -402,9 +432,11 @@ pub async fn many(cfg: &Config) -> Result<ManyRun> {
         sc_pss_total: sc_all.pss,
         sc_anon_total: sc_all.anon,
         kwop_converged: converged,
+        deployment_watches: Some(deployment_watches),
+        deployment_cache_plugins: Some(deployment_cache_plugins),
     };
     say(format!(
-        "  kwop: 1 plugin {:.1} MiB, {k} plugins {:.1} MiB; sample-controller: 1 {:.1} MiB, {k} {:.1} MiB (PSS {:.1} MiB)",
+        "  kwop: {deployment_watches} Deployment watch(es) for {deployment_cache_plugins} plugins; 1 plugin {:.1} MiB, {k} plugins {:.1} MiB; sample-controller: 1 {:.1} MiB, {k} {:.1} MiB (PSS {:.1} MiB)",
         mib(r.kwop_one_rss),
         mib(r.kwop_rss),
         mib(r.sc_one_rss),

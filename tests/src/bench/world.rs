@@ -342,6 +342,20 @@ pub fn apiserver_writes(plane: &ControlPlane) -> Result<BTreeMap<String, f64>> {
     Ok(out)
 }
 
+/// Watches of `resource` (e.g. `deployments`) open at kube-apiserver now, by its own gauge
+/// `apiserver_longrunning_requests`.
+pub fn apiserver_watches(plane: &ControlPlane, resource: &str) -> Result<f64> {
+    let text = plane.kubectl_output(&["get", "--raw=/metrics"])?;
+    let pat = format!("resource=\"{resource}\"");
+    Ok(text
+        .lines()
+        .filter(|l| {
+            l.starts_with("apiserver_longrunning_requests{") && l.contains(&pat) && l.contains("verb=\"WATCH\"")
+        })
+        .filter_map(|l| l.rsplit_once(' ').and_then(|(_, v)| v.parse::<f64>().ok()))
+        .sum())
+}
+
 /// Writes to Foos, Deployments and events between two counter snapshots, by "resource verb".
 pub fn writes_between(before: &BTreeMap<String, f64>, after: &BTreeMap<String, f64>) -> BTreeMap<String, f64> {
     after
