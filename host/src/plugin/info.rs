@@ -19,6 +19,9 @@ pub struct PluginInfo {
     pub reads: Vec<Gvk>,
 }
 
+/// Every plugin's field manager starts so (the cache keeps these managers' status entries).
+pub const FIELD_MANAGER_PREFIX: &str = "kwop-";
+
 impl PluginInfo {
     /// Converts and validates what `info()` returned.
     pub fn from_wit(w: wit::PluginInfo) -> Result<Self, String> {
@@ -62,7 +65,7 @@ impl PluginInfo {
 
     /// Field manager used for every write of this plugin.
     pub fn field_manager(&self) -> String {
-        format!("{}{}", crate::watch::caches::KWOP_MANAGER_PREFIX, self.name)
+        format!("{FIELD_MANAGER_PREFIX}{}", self.name)
     }
 
     /// Every kind the plugin may read.

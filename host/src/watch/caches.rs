@@ -86,9 +86,6 @@ pub enum WatchEvent {
     },
 }
 
-/// Every plugin's field manager starts so (see `PluginInfo::field_manager`).
-pub const KWOP_MANAGER_PREFIX: &str = "kwop-";
-
 /// Annotations the host never needs: dropping them saves memory per cached object.
 const STRIPPED_ANNOTATIONS: &[&str] = &["kubectl.kubernetes.io/last-applied-configuration"];
 
@@ -128,7 +125,9 @@ impl KindCache {
                         .into_iter()
                         .filter(|f| {
                             f.subresource.as_deref() == Some("status")
-                                && f.manager.as_deref().is_some_and(|m| m.starts_with(KWOP_MANAGER_PREFIX))
+                                && f.manager
+                                    .as_deref()
+                                    .is_some_and(|m| m.starts_with(crate::plugin::info::FIELD_MANAGER_PREFIX))
                         })
                         .collect();
                     (!kept.is_empty()).then_some(kept)
