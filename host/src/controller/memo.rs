@@ -24,8 +24,8 @@ use super::reads::{Reads, RecordingCache};
 use super::seen::Seen;
 use crate::kinds::Gvk;
 use crate::plugin::LoadedPlugin;
+use crate::watch::Cached;
 use crate::watch::ObjectKey;
-use kube::api::DynamicObject;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 
@@ -37,11 +37,13 @@ pub(crate) struct RequestVersions {
 }
 
 impl RequestVersions {
-    pub(crate) fn of(primary: &DynamicObject, seen: &Seen<'_>) -> Self {
-        let rv = |o: &DynamicObject| o.metadata.resource_version.clone().unwrap_or_default();
+    pub(crate) fn of(primary: &Cached, seen: &Seen<'_>) -> Self {
         RequestVersions {
-            primary: rv(primary),
-            owned: seen.objects().map(|(g, o)| (g.clone(), ObjectKey::of(o), rv(o))).collect(),
+            primary: primary.resource_version().to_string(),
+            owned: seen
+                .objects()
+                .map(|(g, o)| (g.clone(), o.key().clone(), o.resource_version().to_string()))
+                .collect(),
         }
     }
 }

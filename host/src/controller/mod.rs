@@ -318,7 +318,7 @@ impl Inner {
         match &ev {
             WatchEvent::Changed(o, deleted) => {
                 let woken = self.read_index().triggered(gvk, o, *deleted);
-                let me = ObjectKey::of(o);
+                let me = o.key().clone();
                 for key in woken {
                     // A primary reading itself is woken by its own change anyway.
                     if !(role == Role::Primary && key == me) {
@@ -334,9 +334,9 @@ impl Inner {
             WatchEvent::Relisted { first: true } => {}
         }
         match (role, ev) {
-            (Role::Primary, WatchEvent::Changed(o, false)) => self.queue.add(ObjectKey::of(&o)),
+            (Role::Primary, WatchEvent::Changed(o, false)) => self.queue.add(o.key().clone()),
             (Role::Primary, WatchEvent::Changed(o, true)) => {
-                let key = ObjectKey::of(&o);
+                let key = o.key().clone();
                 self.queue.remove(&key);
                 self.read_index().forget(&key);
                 self.memo.forget(&key);
@@ -345,25 +345,21 @@ impl Inner {
             }
             (Role::Owned, WatchEvent::Changed(o, deleted)) => {
                 if deleted {
-                    self.applier.forget(
-                        gvk,
-                        o.metadata.namespace.as_deref(),
-                        o.metadata.name.as_deref().unwrap_or_default(),
-                    );
+                    self.applier.forget(gvk, o.namespace(), o.name());
                 }
                 let primary = &self.primary.resolved;
-                for r in o.metadata.owner_references.iter().flatten() {
+                if let Some(r) = o.controller() {
                     let owner = Gvk::from_api_version(&r.api_version, &r.kind);
-                    if r.controller == Some(true) && owner.same_group_kind(&primary.gvk) {
-                        let namespace = if primary.namespaced { o.metadata.namespace.clone() } else { None };
-                        self.queue.add(ObjectKey { namespace, name: r.name.clone() });
+                    if owner.same_group_kind(&primary.gvk) {
+                        let namespace = if primary.namespaced { o.namespace().map(str::to_string) } else { None };
+                        self.queue.add(ObjectKey { namespace, name: r.name.to_string() });
                     }
                 }
             }
             // A (re)list of primaries is in the store only now (not at each listed object, when
             // the store still held the old list): queue every primary from the new store.
             (Role::Primary, WatchEvent::Relisted { .. }) => {
-                self.primary.store.state().iter().for_each(|o| self.queue.add(ObjectKey::of(o)));
+                self.primary.store.state().iter().for_each(|o| self.queue.add(o.key().clone()));
             }
             // After a relist (e.g. the API server came back), owned objects may have been deleted
             // unseen: reconcile everything (free when in sync).
@@ -375,7 +371,7 @@ impl Inner {
     /// Re-queues every primary at the configured rate (see [`pacer`]: a new pass never
     /// restarts an unfinished one from the beginning).
     pub(crate) fn requeue_all(self: &Arc<Self>) {
-        self.pacer.push_all(self.primary.store.state().iter().map(|o| ObjectKey::of(o)));
+        self.pacer.push_all(self.primary.store.state().iter().map(|o| o.key().clone()));
     }
 
     async fn run(self: Arc<Self>, workers: TaskTracker) {

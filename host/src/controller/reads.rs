@@ -14,9 +14,8 @@ use crate::kinds::Gvk;
 use crate::plugin::{read_namespace, CacheView, QueryTooLarge};
 use crate::source::grants::Grants;
 use crate::watch::selector::Selector;
+use crate::watch::Cached;
 use crate::watch::{Caches, ObjectKey};
-use kube::api::DynamicObject;
-use kube::ResourceExt;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
@@ -52,8 +51,8 @@ pub struct Versions {
     pub truncated: bool,
 }
 
-fn version(o: &DynamicObject) -> String {
-    o.metadata.resource_version.clone().unwrap_or_default()
+fn version(o: &Cached) -> String {
+    o.resource_version().to_string()
 }
 
 /// The cache as one reconcile sees it: answers from the shared caches and records each read.
@@ -109,7 +108,7 @@ impl RecordingCache {
     }
 
     /// The object a get answers with (nothing outside the granted namespaces).
-    fn object(&self, kind: &Gvk, ns: Option<&str>, name: &str) -> Option<Arc<DynamicObject>> {
+    fn object(&self, kind: &Gvk, ns: Option<&str>, name: &str) -> Option<Arc<Cached>> {
         if !self.may_read(ns) {
             return None;
         }
@@ -117,13 +116,13 @@ impl RecordingCache {
     }
 
     /// The objects a query answers with (nothing outside the granted namespaces).
-    fn query_readable(&self, kind: &Gvk, namespace: Option<&str>, selector: &Selector) -> Vec<Arc<DynamicObject>> {
+    fn query_readable(&self, kind: &Gvk, namespace: Option<&str>, selector: &Selector) -> Vec<Arc<Cached>> {
         let mut found = if namespace.is_none() || self.may_read(namespace) {
             self.inner.query_objects(kind, namespace, selector)
         } else {
             Vec::new()
         };
-        found.retain(|o| self.may_read(o.metadata.namespace.as_deref()));
+        found.retain(|o| self.may_read(o.namespace()));
         found
     }
 
@@ -140,7 +139,7 @@ impl RecordingCache {
         gets && reads.queries.iter().zip(&v.queries).all(|((kind, ns, sel, keys), was)| {
             let now = self.query_readable(kind, ns.as_deref(), sel);
             now.len() == keys.len()
-                && now.iter().zip(keys).zip(was).all(|((o, k), rv)| ObjectKey::of(o) == *k && version(o) == *rv)
+                && now.iter().zip(keys).zip(was).all(|((o, k), rv)| o.key() == k && version(o) == *rv)
         })
     }
 }
@@ -158,7 +157,7 @@ impl CacheView for RecordingCache {
                 r.versions.truncated = true;
             }
         }
-        let found = object.and_then(|o| crate::watch::caches::to_json(&o));
+        let found = object.map(|o| o.json().to_string());
         if let Some(f) = &found {
             self.keep(std::slice::from_ref(f));
         }
@@ -176,7 +175,7 @@ impl CacheView for RecordingCache {
         {
             let mut r = self.reads.lock().unwrap_or_else(|p| p.into_inner());
             if r.queries.len() < MAX_QUERIES {
-                let keys = found.iter().map(|o| ObjectKey::of(o)).collect();
+                let keys = found.iter().map(|o| o.key().clone()).collect();
                 r.queries.push((kind.clone(), namespace.map(str::to_string), selector.clone(), keys));
                 r.versions.queries.push(found.iter().map(|o| version(o)).collect());
             } else {
@@ -259,8 +258,8 @@ impl ReadIndex {
     }
 
     /// Primaries to wake because `obj` of `kind` changed (or was deleted).
-    pub fn triggered(&mut self, kind: &Gvk, obj: &DynamicObject, deleted: bool) -> HashSet<ObjectKey> {
-        let key = ObjectKey::of(obj);
+    pub fn triggered(&mut self, kind: &Gvk, obj: &Cached, deleted: bool) -> HashSet<ObjectKey> {
+        let key = obj.key().clone();
         let mut out = HashSet::new();
         if let Some(p) = self.gets.get(&(kind.clone(), key.namespace.clone(), key.name.clone())) {
             out.extend(p.iter().cloned());
@@ -270,7 +269,7 @@ impl ReadIndex {
                 if ns.is_some() && ns != &key.namespace {
                     continue;
                 }
-                let matches = !deleted && sel.matches(obj.labels());
+                let matches = !deleted && sel.matches_with(|l| obj.label(l));
                 let was = if matches { !g.members.insert(key.clone()) } else { g.members.remove(&key) };
                 if matches || was {
                     out.extend(g.primaries.iter().cloned());
@@ -306,10 +305,12 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn obj(ns: &str, name: &str, labels: serde_json::Value) -> DynamicObject {
-        serde_json::from_value(json!({"apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": name, "namespace": ns, "labels": labels}}))
-        .expect("object")
+    fn obj(ns: &str, name: &str, labels: serde_json::Value) -> Cached {
+        Cached::new(
+            serde_json::from_value(json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": name, "namespace": ns, "labels": labels}}))
+            .expect("object"),
+        )
     }
 
     fn key(name: &str) -> ObjectKey {

@@ -32,10 +32,6 @@ pub(crate) enum Next {
     Retry,
 }
 
-fn to_json(o: &DynamicObject) -> String {
-    crate::watch::caches::to_json(o).unwrap_or_default()
-}
-
 pub(super) fn warning(reason: &str, message: String) -> EventSpec {
     EventSpec { severity: Severity::Warning, reason: reason.into(), message }
 }
@@ -67,14 +63,14 @@ impl Inner {
         }
         // The primary is gone: nothing to do (its owned objects go with it through the garbage
         // collector, as in sample-controller). Terminating: leave it to its finalizers.
-        let Some(primary) = self.primary.get(key.namespace.as_deref(), &key.name) else {
+        let Some(cached) = self.primary.get(key.namespace.as_deref(), &key.name) else {
             return Next::Done;
         };
-        if primary.metadata.deletion_timestamp.is_some() {
+        if cached.deleting() {
             return Next::Done;
         }
-        let uid = primary.metadata.uid.clone().unwrap_or_default();
-        let ns = primary.metadata.namespace.clone();
+        let uid = cached.uid().to_string();
+        let ns = cached.namespace().map(str::to_string);
         let mut seen = Seen::default();
         for g in &plugin.info.owns {
             for o in self.caches.controlled_by(g, ns.as_deref(), &uid) {
@@ -87,14 +83,18 @@ impl Inner {
         }
         // Nothing the last in-sync reconcile depended on changed: it would decide the same (`memo`).
         let memoize = self.shared.config.memoize && self.shared.recorder.is_none() && plugin.shadow.is_none();
-        let versions = memoize.then(|| RequestVersions::of(&primary, &seen));
+        let versions = memoize.then(|| RequestVersions::of(&cached, &seen));
         if let Some(v) = &versions {
             if self.memo.unchanged(key, &plugin, v, &view) {
                 m.result(name, "unchanged");
                 return Next::Done;
             }
         }
-        let req = wit::Request { primary: to_json(&primary), owned: seen.objects().map(|(_, o)| to_json(o)).collect() };
+        // The cache holds each object as the JSON a plugin is given (`watch::object`).
+        let req = wit::Request {
+            primary: cached.json().to_string(),
+            owned: seen.objects().map(|(_, o)| o.json().to_string()).collect(),
+        };
         let clock_read = Arc::new(AtomicBool::new(false));
 
         // The call: admitted against the engine's instance slots and memory budget, run on the
@@ -103,7 +103,7 @@ impl Inner {
             let spec = CallSpec {
                 object: key.to_string(),
                 uid: uid.clone(),
-                resource_version: primary.metadata.resource_version.clone().unwrap_or_default(),
+                resource_version: cached.resource_version().to_string(),
                 started_at: std::time::SystemTime::now(),
                 clock_read: Some(clock_read.clone()),
             };
@@ -122,6 +122,8 @@ impl Inner {
             }
             (r, kept)
         };
+        // From here on the whole primary is needed (events, the status comparison): parsed once.
+        let primary = cached.object();
 
         let raw = match raw {
             Err(e) => {
@@ -217,7 +219,7 @@ impl Inner {
         let caches = &self.caches;
         let namespaced = |g: &crate::kinds::Gvk| caches.kind(g).map(|k| k.resolved.namespaced).unwrap_or(true);
         let observed = |g: &crate::kinds::Gvk, ns: Option<&str>, n: &str| {
-            caches.kind(g)?.get(ns, n).and_then(|o| serde_json::to_value(&*o).ok())
+            caches.kind(g)?.get(ns, n).and_then(|o| serde_json::from_str(o.json()).ok())
         };
         let ctx = FenceContext {
             info,
@@ -235,7 +237,7 @@ impl Inner {
                 observed_apply.push(None);
                 continue;
             };
-            let cached = kind.get(ns.as_deref(), &intent.name).map(|o| (*o).clone());
+            let cached = kind.get(ns.as_deref(), &intent.name).map(|o| o.object());
             let o = match cached {
                 Some(o) => Some(o),
                 None => {
@@ -262,7 +264,7 @@ impl Inner {
             .iter()
             .zip(&delete_ns)
             .map(|(d, ns)| {
-                let cached = caches.kind(&d.gvk).and_then(|k| k.get(ns.as_deref(), &d.name)).map(|o| (*o).clone());
+                let cached = caches.kind(&d.gvk).and_then(|k| k.get(ns.as_deref(), &d.name)).map(|o| o.object());
                 seen.as_seen(&d.gvk, ns.as_deref(), &d.name, cached)
             })
             .collect();

@@ -3,22 +3,23 @@
 //! refused by the API server (409, retried on the new view), never deleted on a stale decision.
 
 use crate::kinds::Gvk;
+use crate::watch::Cached;
 use kube::api::DynamicObject;
 use std::sync::Arc;
 
 /// The owned objects of the plugin's request, as they were shown (shared with the cache: only
 /// looked into when the outcome deletes something).
 #[derive(Debug, Default)]
-pub(crate) struct Seen<'a>(Vec<(&'a Gvk, Arc<DynamicObject>)>);
+pub(crate) struct Seen<'a>(Vec<(&'a Gvk, Arc<Cached>)>);
 
 impl<'a> Seen<'a> {
     /// Remembers `o` (of kind `gvk`) as the plugin sees it.
-    pub(crate) fn record(&mut self, gvk: &'a Gvk, o: &Arc<DynamicObject>) {
+    pub(crate) fn record(&mut self, gvk: &'a Gvk, o: &Arc<Cached>) {
         self.0.push((gvk, o.clone()));
     }
 
     /// The objects shown, in the order of the request.
-    pub(crate) fn objects(&self) -> impl Iterator<Item = (&'a Gvk, &Arc<DynamicObject>)> + '_ {
+    pub(crate) fn objects(&self) -> impl Iterator<Item = (&'a Gvk, &Arc<Cached>)> + '_ {
         self.0.iter().map(|(g, o)| (*g, o))
     }
 
@@ -31,11 +32,9 @@ impl<'a> Seen<'a> {
         observed: Option<DynamicObject>,
     ) -> Option<DynamicObject> {
         let mut o = observed?;
-        let shown = self.0.iter().find(|(g, s)| {
-            *g == gvk && s.metadata.namespace.as_deref() == namespace && s.metadata.name.as_deref() == Some(name)
-        });
+        let shown = self.0.iter().find(|(g, s)| *g == gvk && s.namespace() == namespace && s.name() == name);
         if let Some((_, s)) = shown {
-            o.metadata.resource_version = s.metadata.resource_version.clone();
+            o.metadata.resource_version = Some(s.resource_version().to_string());
         }
         Some(o)
     }
@@ -57,7 +56,7 @@ mod tests {
     fn a_seen_object_keeps_the_version_the_plugin_saw() {
         let g = Gvk::from_api_version("v1", "ConfigMap");
         let mut s = Seen::default();
-        s.record(&g, &Arc::new(cm("1")));
+        s.record(&g, &Arc::new(Cached::new(cm("1"))));
         let o = s.as_seen(&g, Some("ns"), "a", Some(cm("2")));
         assert_eq!(o.and_then(|o| o.metadata.resource_version).as_deref(), Some("1"));
         // Not in the request: the cache's version.

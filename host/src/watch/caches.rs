@@ -1,6 +1,8 @@
-//! One reflector store per declared kind, with the fields the host never needs stripped.
+//! One store per declared kind, of compact objects (`object::Cached`), with the fields the host
+//! never needs stripped.
 
 use super::discovery::Resolved;
+use super::object::{Cached, Store};
 use super::selector::Selector;
 use super::ObjectKey;
 use crate::kinds::Gvk;
@@ -8,7 +10,6 @@ use crate::plugin::cache_view::bounded;
 use crate::plugin::{CacheView, QueryTooLarge};
 use futures::{Stream, StreamExt};
 use kube::api::{Api, DynamicObject, TypeMeta};
-use kube::runtime::reflector::{store::Writer, ObjectRef, Store};
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Client, ResourceExt};
 use std::collections::{HashMap, HashSet};
@@ -19,8 +20,8 @@ use std::sync::{Arc, Mutex};
 pub struct KindCache {
     /// What it is.
     pub resolved: Resolved,
-    /// The reflector store.
-    pub store: Store<DynamicObject>,
+    /// The objects.
+    pub store: Store,
     /// The first full list has arrived.
     pub synced: AtomicBool,
     /// The watch is currently connected (false while the API server is unreachable).
@@ -61,23 +62,19 @@ impl OwnerIndex {
         }
     }
 
-    fn rebuild<'a>(&mut self, objects: impl Iterator<Item = &'a DynamicObject>) {
+    fn rebuild<'a>(&mut self, objects: impl Iterator<Item = &'a Cached>) {
         *self = OwnerIndex::default();
         for o in objects {
-            self.set(ObjectKey::of(o), controller_uid(o));
+            self.set(o.key().clone(), o.controller_uid());
         }
     }
-}
-
-fn controller_uid(o: &DynamicObject) -> Option<&str> {
-    o.owner_references().iter().find(|r| r.controller == Some(true)).map(|r| r.uid.as_str())
 }
 
 /// What the watch of one kind reports to its controller.
 #[derive(Debug)]
 pub enum WatchEvent {
     /// An object was added, changed or deleted (deleted: `true`).
-    Changed(Arc<DynamicObject>, bool),
+    Changed(Arc<Cached>, bool),
     /// A full (re)list finished and is in the store; `first` on the initial one. Objects may have
     /// changed or vanished unseen (their own events are not sent during a list).
     Relisted {
@@ -105,10 +102,9 @@ impl KindCache {
             (Some(ns), true) => Api::namespaced_with(client, ns, &ar),
             _ => Api::all_with(client, &ar),
         };
-        let writer = Writer::new(ar.clone());
         let cache = Arc::new(KindCache {
             resolved,
-            store: writer.as_reader(),
+            store: Store::default(),
             synced: AtomicBool::new(false),
             healthy: AtomicBool::new(false),
             owners: Mutex::new(OwnerIndex::default()),
@@ -138,32 +134,41 @@ impl KindCache {
                     }
                 }
             })
-            .reflect(writer)
             .filter_map(move |ev| {
                 let me = me.clone();
                 async move {
                     match ev {
                         Ok(ev) => {
                             me.healthy.store(true, Ordering::Relaxed);
-                            // The reflector has already applied the event to the store.
                             match ev {
                                 watcher::Event::Apply(o) => {
-                                    me.owners().set(ObjectKey::of(&o), controller_uid(&o));
-                                    Some(WatchEvent::Changed(Arc::new(o), false))
+                                    let o = Arc::new(Cached::new(o));
+                                    me.store.apply(o.clone());
+                                    me.owners().set(o.key().clone(), o.controller_uid());
+                                    Some(WatchEvent::Changed(o, false))
                                 }
-                                // A (re)list's objects reach the store only at InitDone (the
-                                // reflector buffers them), where the index is rebuilt and the
-                                // controller re-queues from the new store: a key queued now
-                                // would be reconciled from the old one.
-                                watcher::Event::InitApply(_) => None,
+                                // A (re)list's objects reach the store only at InitDone (they are
+                                // buffered), where the index is rebuilt and the controller
+                                // re-queues from the new store: a key queued now would be
+                                // reconciled from the old one.
+                                watcher::Event::Init => {
+                                    me.store.relist_start();
+                                    None
+                                }
+                                watcher::Event::InitApply(o) => {
+                                    me.store.relist_object(Arc::new(Cached::new(o)));
+                                    None
+                                }
                                 watcher::Event::Delete(o) => {
-                                    me.owners().remove(&ObjectKey::of(&o));
-                                    Some(WatchEvent::Changed(Arc::new(o), true))
+                                    let o = Arc::new(Cached::new(o));
+                                    me.store.delete(o.key());
+                                    me.owners().remove(o.key());
+                                    Some(WatchEvent::Changed(o, true))
                                 }
-                                watcher::Event::Init => None,
                                 watcher::Event::InitDone => {
                                     // The store was replaced wholesale: objects deleted while the
                                     // watch was down are gone from it, so rebuild the index too.
+                                    me.store.relist_done();
                                     let state = me.store.state();
                                     me.owners().rebuild(state.iter().map(|o| &**o));
                                     let first = !me.synced.swap(true, Ordering::Relaxed);
@@ -188,12 +193,12 @@ impl KindCache {
     }
 
     /// One object.
-    pub fn get(&self, namespace: Option<&str>, name: &str) -> Option<Arc<DynamicObject>> {
-        let mut r = ObjectRef::new_with(name, self.resolved.resource.clone());
-        if self.resolved.namespaced {
-            r = r.within(namespace?);
-        }
-        self.store.get(&r)
+    pub fn get(&self, namespace: Option<&str>, name: &str) -> Option<Arc<Cached>> {
+        let namespace = match self.resolved.namespaced {
+            true => Some(namespace?.to_string()),
+            false => None,
+        };
+        self.store.get(&ObjectKey { namespace, name: name.to_string() })
     }
 }
 
@@ -226,21 +231,21 @@ impl Caches {
 
     /// Objects of `gvk` in `namespace` whose controller is the object with `uid` (from the
     /// owner index: cost proportional to what the primary owns, not to the cache size).
-    pub fn controlled_by(&self, gvk: &Gvk, namespace: Option<&str>, uid: &str) -> Vec<Arc<DynamicObject>> {
+    pub fn controlled_by(&self, gvk: &Gvk, namespace: Option<&str>, uid: &str) -> Vec<Arc<Cached>> {
         let Some(k) = self.kinds.get(gvk) else {
             return Vec::new();
         };
         let keys: Vec<ObjectKey> =
             k.owners().by_owner.get(uid).map(|s| s.iter().cloned().collect()).unwrap_or_default();
-        let mut out: Vec<Arc<DynamicObject>> = keys
+        let mut out: Vec<Arc<Cached>> = keys
             .iter()
             .filter(|key| key.namespace.as_deref() == namespace)
-            .filter_map(|key| k.get(key.namespace.as_deref(), &key.name))
+            .filter_map(|key| k.store.get(key))
             // The store may be a step ahead of the index: check the object itself.
-            .filter(|o| controller_uid(o) == Some(uid))
+            .filter(|o| o.controller_uid() == Some(uid))
             .collect();
         // A stable order, so the plugin's input does not depend on hashing.
-        out.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        out.sort_by(|a, b| a.name().cmp(b.name()));
         out
     }
 }
@@ -252,21 +257,9 @@ impl ObjectKey {
     }
 }
 
-/// An object as plugins see it: without `managedFields` (kept in the primary's cache only for
-/// the applier).
-pub(crate) fn to_json(o: &DynamicObject) -> Option<String> {
-    if o.metadata.managed_fields.is_some() {
-        let mut o = o.clone();
-        o.metadata.managed_fields = None;
-        return serde_json::to_string(&o).ok();
-    }
-    serde_json::to_string(o).ok()
-}
-
 impl CacheView for Caches {
     fn get(&self, kind: &Gvk, namespace: Option<&str>, name: &str) -> Option<String> {
-        let o = self.kinds.get(kind)?.get(namespace, name)?;
-        to_json(&o)
+        Some(self.kinds.get(kind)?.get(namespace, name)?.json().to_string())
     }
 
     fn query(
@@ -285,29 +278,25 @@ impl CacheView for Caches {
 }
 
 /// Query results as the JSON a plugin gets, at most `max_bytes` in all (serialising stops there).
-pub(crate) fn query_json(
-    kind: &Gvk,
-    found: &[Arc<DynamicObject>],
-    max_bytes: usize,
-) -> Result<Vec<String>, QueryTooLarge> {
-    bounded(kind, found.iter().filter_map(|o| to_json(o)), max_bytes)
+pub(crate) fn query_json(kind: &Gvk, found: &[Arc<Cached>], max_bytes: usize) -> Result<Vec<String>, QueryTooLarge> {
+    bounded(kind, found.iter().map(|o| o.json().to_string()), max_bytes)
 }
 
 impl Caches {
     /// Objects of a kind, optionally in one namespace, matching a selector, in a stable order.
-    pub fn query_objects(&self, kind: &Gvk, namespace: Option<&str>, selector: &Selector) -> Vec<Arc<DynamicObject>> {
+    pub fn query_objects(&self, kind: &Gvk, namespace: Option<&str>, selector: &Selector) -> Vec<Arc<Cached>> {
         let Some(k) = self.kinds.get(kind) else {
             return Vec::new();
         };
-        let mut out: Vec<Arc<DynamicObject>> = k
+        let mut out: Vec<Arc<Cached>> = k
             .store
             .state()
             .into_iter()
-            .filter(|o| namespace.is_none() || o.metadata.namespace.as_deref() == namespace)
-            .filter(|o| selector.matches(o.labels()))
+            .filter(|o| namespace.is_none() || o.namespace() == namespace)
+            .filter(|o| selector.matches_with(|l| o.label(l)))
             .collect();
         // A stable order, so the plugin's input does not depend on the store's hashing.
-        out.sort_by(|a, b| (&a.metadata.namespace, &a.metadata.name).cmp(&(&b.metadata.namespace, &b.metadata.name)));
+        out.sort_by(|a, b| a.key().cmp(b.key()));
         out
     }
 }
@@ -316,7 +305,7 @@ impl Caches {
 mod tests {
     use super::*;
 
-    fn obj(name: &str, owner: Option<&str>) -> DynamicObject {
+    fn obj(name: &str, owner: Option<&str>) -> Cached {
         let mut v = serde_json::json!({ "apiVersion": "apps/v1", "kind": "Deployment",
             "metadata": { "name": name, "namespace": "ns" } });
         if let Some(uid) = owner {
@@ -325,7 +314,7 @@ mod tests {
                 { "apiVersion": "v1", "kind": "Foo", "name": "f", "uid": uid, "controller": true }
             ]);
         }
-        serde_json::from_value(v).expect("object")
+        Cached::new(serde_json::from_value(v).expect("object"))
     }
 
     fn owned(ix: &OwnerIndex, uid: &str) -> Vec<String> {
@@ -338,17 +327,17 @@ mod tests {
     fn the_owner_index_follows_changes_of_controller_and_deletions() {
         let mut ix = OwnerIndex::default();
         for o in [obj("a", Some("u1")), obj("b", Some("u1")), obj("c", None)] {
-            ix.set(ObjectKey::of(&o), controller_uid(&o));
+            ix.set(o.key().clone(), o.controller_uid());
         }
         assert_eq!(owned(&ix, "u1"), ["a", "b"]);
         assert!(!ix.by_owner.contains_key("other"), "only the controller reference counts");
         // b moves to another controller, then loses it.
         let b = obj("b", Some("u2"));
-        ix.set(ObjectKey::of(&b), controller_uid(&b));
+        ix.set(b.key().clone(), b.controller_uid());
         assert_eq!((owned(&ix, "u1"), owned(&ix, "u2")), (vec!["a".to_string()], vec!["b".to_string()]));
-        ix.set(ObjectKey::of(&b), None);
-        assert!(!ix.by_owner.contains_key("u2") && !ix.owner_of.contains_key(&ObjectKey::of(&b)));
-        ix.remove(&ObjectKey::of(&obj("a", None)));
+        ix.set(b.key().clone(), None);
+        assert!(!ix.by_owner.contains_key("u2") && !ix.owner_of.contains_key(b.key()));
+        ix.remove(obj("a", None).key());
         assert!(ix.by_owner.is_empty() && ix.owner_of.is_empty());
         // A relist replaces everything.
         let world = [obj("d", Some("u3"))];

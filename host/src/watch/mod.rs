@@ -1,16 +1,18 @@
-//! Watches derived from the plugins' declarations: discovery, one shared reflector store per kind,
-//! owner mapping.
+//! Watches derived from the plugins' declarations: discovery, one shared store per kind of
+//! compact objects, owner mapping.
 //!
 //! Nothing here knows about Foo: kinds come from the plugin's `info()`, resolved through API
-//! discovery, and every object is a `DynamicObject`.
+//! discovery, and every object is JSON text plus typed metadata (`object::Cached`).
 
 pub mod caches;
 pub mod discovery;
+pub mod object;
 pub mod pool;
 pub mod selector;
 
 pub use caches::{Caches, KindCache, WatchEvent};
 pub use discovery::{resolve, Resolved};
+pub use object::Cached;
 pub use pool::{Pool, Subscription};
 
 /// Identity of a primary object in a queue: namespace (None when cluster-scoped) and name.

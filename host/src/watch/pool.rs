@@ -174,11 +174,11 @@ fn same_resource(a: &Resolved, b: &Resolved) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kube::api::DynamicObject;
+    use crate::watch::Cached;
 
-    fn obj() -> Arc<DynamicObject> {
+    fn obj() -> Arc<Cached> {
         let v = serde_json::json!({ "apiVersion": "v1", "kind": "ConfigMap", "metadata": { "name": "a" } });
-        Arc::new(serde_json::from_value(v).expect("object"))
+        Arc::new(Cached::new(serde_json::from_value(v).expect("object")))
     }
 
     fn drain(rx: &mut mpsc::UnboundedReceiver<WatchEvent>) -> Vec<String> {

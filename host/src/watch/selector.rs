@@ -48,17 +48,22 @@ impl Selector {
 
     /// Whether a label map satisfies every requirement.
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.matches_with(|k| labels.get(k).map(String::as_str))
+    }
+
+    /// Whether labels, given as a lookup, match.
+    pub fn matches_with<'a>(&self, label: impl Fn(&str) -> Option<&'a str>) -> bool {
         self.0.iter().all(|r| match r {
-            Req::Eq(k, v) => labels.get(k) == Some(v),
-            Req::NotEq(k, v) => labels.get(k) != Some(v),
-            Req::In(k, vs) => labels.get(k).is_some_and(|l| vs.contains(l)),
-            Req::NotIn(k, vs) => labels.get(k).is_none_or(|l| !vs.contains(l)),
-            Req::Exists(k) => labels.contains_key(k),
-            Req::NotExists(k) => !labels.contains_key(k),
+            Req::Eq(k, v) => label(k) == Some(v.as_str()),
+            Req::NotEq(k, v) => label(k) != Some(v.as_str()),
+            Req::In(k, vs) => label(k).is_some_and(|l| vs.iter().any(|v| v == l)),
+            Req::NotIn(k, vs) => label(k).is_none_or(|l| !vs.iter().any(|v| v == l)),
+            Req::Exists(k) => label(k).is_some(),
+            Req::NotExists(k) => label(k).is_none(),
         })
     }
 
-    /// Matches the `metadata.labels` JSON of an object (absent = no labels).
+    /// Whether the `labels` object of a JSON object matches.
     pub fn matches_json(&self, labels: Option<&Value>) -> bool {
         if self.0.is_empty() {
             return true;
