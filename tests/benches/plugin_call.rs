@@ -6,6 +6,9 @@
 //! - `rust_wasm_fresh`: what kwop does per reconcile — a fresh instance from the pooling allocator,
 //!   call, drop;
 //! - `rust_wasm_reused`: the same component, one instance kept across calls;
+//! - `rust_wasm_fresh_*`: the fresh call with one of wasmtime's settings turned off (no pooling
+//!   allocator, no copy-on-write memory image, eager table initialisation, madvise instead of
+//!   memset to reset a pooled slot), to measure what each buys;
 //! - the same two for the C, JS, Python and Go ports when their components have been built
 //!   (by `scripts/build-guests` into `$KWOP_GUESTS_DIR` or `$CARGO_TARGET_DIR/guests`, or by
 //!   `guest-foo/{c,js,python,go}/build.sh` into their `dist/`; skipped otherwise).
@@ -86,6 +89,23 @@ fn bench(c: &mut Criterion) {
         let mut session = plugin.session().expect("instance");
         g.bench_function(format!("{lang}_wasm_reused"), |b| {
             b.iter(|| black_box(session.reconcile(black_box(&req), cache.clone())))
+        });
+    }
+    // What wasmtime's settings buy: the Rust guest's fresh call with one of them off.
+    let default = kwop::plugin::Tuning::default();
+    let variants = [
+        ("rust_wasm_fresh_no_pooling", false, default),
+        ("rust_wasm_fresh_no_cow", true, kwop::plugin::Tuning { memory_init_cow: false, ..default }),
+        ("rust_wasm_fresh_eager_tables", true, kwop::plugin::Tuning { table_lazy_init: false, ..default }),
+        ("rust_wasm_fresh_madvise", true, kwop::plugin::Tuning { keep_resident: false, ..default }),
+    ];
+    g.sample_size(100);
+    for (id, pooling, tuning) in variants {
+        let plugin = calls::engine_with(pooling, tuning)
+            .and_then(|e| calls::load(&e, Path::new(kwop_tests::plugins::GUEST_FOO)))
+            .expect("guest-foo with other engine settings");
+        g.bench_function(id, |b| {
+            b.iter(|| black_box(plugin.reconcile(black_box(&req), "default/example-foo".into(), cache.clone())))
         });
     }
     g.finish();

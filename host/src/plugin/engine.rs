@@ -47,6 +47,27 @@ pub struct EngineConfig {
     /// Bytes the precompile cache may hold; past it the least recently used entries are deleted
     /// after each write (0: no cap).
     pub cache_max_bytes: u64,
+    /// wasmtime's settings for instantiation; the defaults are what `kwop run` uses, the others
+    /// exist so the plugin call benchmark can measure what each buys.
+    pub tuning: Tuning,
+}
+
+/// Instantiation settings of the engine (see [`EngineConfig::tuning`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tuning {
+    /// Initialise linear memory from a copy-on-write image of the data segments instead of
+    /// copying them in at each instantiation (wasmtime's `memory_init_cow`).
+    pub memory_init_cow: bool,
+    /// Initialise table elements on first use (wasmtime's `table_lazy_init`).
+    pub table_lazy_init: bool,
+    /// Reset the first pages of a reused pooled slot with memset rather than madvise (see [`pool`]).
+    pub keep_resident: bool,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Tuning { memory_init_cow: true, table_lazy_init: true, keep_resident: true }
+    }
 }
 
 impl Default for EngineConfig {
@@ -58,6 +79,7 @@ impl Default for EngineConfig {
             memory_budget: None,
             cache_dir: default_cache_dir(),
             cache_max_bytes: super::precompiled::DEFAULT_MAX_BYTES,
+            tuning: Tuning::default(),
         }
     }
 }
@@ -121,12 +143,13 @@ pub(crate) fn pool(config: &EngineConfig) -> PoolingAllocationConfig {
         .max_component_instance_size(4 << 20)
         .max_core_instance_size(4 << 20)
         // Keep little memory resident between instances: plugins are many and idle.
-        .max_unused_warm_slots(n / 4)
+        .max_unused_warm_slots(n / 4);
+    if config.tuning.keep_resident {
         // ...but reset the first pages of a reused slot with memset instead of madvise:
         // a madvise per instance costs TLB shootdowns on every core (profiled: ~8% of the
         // host's CPU in steady state), and small plugins live within these pages.
-        .linear_memory_keep_resident(256 << 10)
-        .table_keep_resident(64 << 10);
+        p.linear_memory_keep_resident(256 << 10).table_keep_resident(64 << 10);
+    }
     p
 }
 
@@ -139,6 +162,8 @@ impl PluginEngine {
         // Deadlines: the ticker bumps the epoch; the store's callback yields or interrupts.
         c.epoch_interruption(true);
         c.async_stack_size(STACK_BYTES);
+        c.memory_init_cow(config.tuning.memory_init_cow);
+        c.table_lazy_init(config.tuning.table_lazy_init);
         if config.pooling {
             c.allocation_strategy(InstanceAllocationStrategy::Pooling(pool(&config)));
         }

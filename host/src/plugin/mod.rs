@@ -24,7 +24,7 @@ pub mod wasi;
 
 pub use bindings::wit;
 pub use cache_view::{read_namespace, CacheView, PrimaryScope, QueryTooLarge, StaticCache};
-pub use engine::{EngineConfig, PluginEngine};
+pub use engine::{EngineConfig, PluginEngine, Tuning};
 pub use info::PluginInfo;
 pub use limits::{LimitSet, Limits};
 pub use loader::{CallSpec, Compiled, LoadError, LoadedPlugin, Session};

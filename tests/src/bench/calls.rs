@@ -103,6 +103,11 @@ pub fn engine() -> anyhow::Result<Arc<PluginEngine>> {
     PluginEngine::new(EngineConfig { cache_dir: None, ..EngineConfig::default() })
 }
 
+/// An engine with other instantiation settings than `kwop run`'s (what each setting buys).
+pub fn engine_with(pooling: bool, tuning: kwop::plugin::Tuning) -> anyhow::Result<Arc<PluginEngine>> {
+    PluginEngine::new(EngineConfig { cache_dir: None, pooling, tuning, ..EngineConfig::default() })
+}
+
 /// Loads a plugin file with the default limits.
 pub fn load(engine: &Arc<PluginEngine>, path: &Path) -> anyhow::Result<LoadedPlugin> {
     Ok(LoadedPlugin::load_file(engine, path, Limits::default())?)

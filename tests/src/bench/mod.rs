@@ -13,6 +13,7 @@
 pub mod builds;
 pub mod calls;
 pub mod controllers;
+pub mod goals;
 pub mod proc_stats;
 pub mod report;
 pub mod scenarios;
@@ -296,6 +297,9 @@ pub struct CallCost {
     pub rows: Vec<(String, f64)>,
     /// Where the numbers come from (criterion or the quick timer).
     pub source: String,
+    /// Size of the Rust guest-foo component measured, bytes.
+    #[serde(default)]
+    pub guest_bytes: Option<u64>,
 }
 
 /// The machine the run happened on.

@@ -25,6 +25,10 @@ pub const CALL_IDS: &[(&str, &str)] = &[
     ("python_wasm_fresh", "guest-foo (Python, componentize-py) as WASM, fresh pooled instance"),
     ("go_wasm_reused", "guest-foo (Go, standard Go wasip1) as WASM, reused instance"),
     ("go_wasm_fresh", "guest-foo (Go, standard Go wasip1) as WASM, fresh pooled instance"),
+    ("rust_wasm_fresh_no_pooling", "wasmtime settings: Rust, fresh instance without the pooling allocator"),
+    ("rust_wasm_fresh_no_cow", "wasmtime settings: Rust, fresh pooled instance, no copy-on-write memory image"),
+    ("rust_wasm_fresh_eager_tables", "wasmtime settings: Rust, fresh pooled instance, tables initialised eagerly"),
+    ("rust_wasm_fresh_madvise", "wasmtime settings: Rust, fresh pooled instance, slot reset by madvise (no memset)"),
 ];
 
 /// Reads criterion's medians for the `plugin_call` group from `criterion_dir` (target/criterion).
@@ -38,7 +42,12 @@ pub fn read_criterion(criterion_dir: &Path) -> Option<CallCost> {
             rows.push((label.to_string(), ns));
         }
     }
-    (!rows.is_empty()).then(|| CallCost { rows, source: format!("criterion medians ({})", criterion_dir.display()) })
+    let guest_bytes = std::fs::metadata(crate::plugins::GUEST_FOO).ok().map(|m| m.len());
+    (!rows.is_empty()).then(|| CallCost {
+        rows,
+        source: format!("criterion medians ({})", criterion_dir.display()),
+        guest_bytes,
+    })
 }
 
 pub(super) fn mib(b: u64) -> String {
@@ -121,6 +130,7 @@ pub fn markdown(r: &Results, svg_name: Option<&str>) -> String {
     if !r.what_if.is_empty() {
         let _ = writeln!(o, "**What-if run**: {}\n", r.what_if);
     }
+    o.push_str(&super::goals::markdown(r));
 
     if let Some(c) = &r.calls {
         let _ = writeln!(o, "### 1. Plugin call cost\n\nSource: {}.\n", c.source);
@@ -128,6 +138,9 @@ pub fn markdown(r: &Results, svg_name: Option<&str>) -> String {
         let _ = writeln!(o, "| call | time per call | vs native |\n|---|---:|---:|");
         for (label, ns) in &c.rows {
             let _ = writeln!(o, "| {label} | {} | {} |", dur(*ns), ratio(*ns, native));
+        }
+        if let Some(b) = c.guest_bytes {
+            let _ = writeln!(o, "\nguest-foo (Rust) component: {:.0} KB.", b as f64 / 1e3);
         }
         let _ = writeln!(o);
     }
@@ -364,6 +377,7 @@ pub fn markdown(r: &Results, svg_name: Option<&str>) -> String {
     if let Some(b) = &r.builds {
         o.push_str(&super::builds::markdown(b));
     }
+
     let _ = writeln!(o, "{END}");
     o
 }
