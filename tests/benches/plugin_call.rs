@@ -6,6 +6,8 @@
 //! - `rust_wasm_fresh`: what kwop does per reconcile — a fresh instance from the pooling allocator,
 //!   call, drop;
 //! - `rust_wasm_reused`: the same component, one instance kept across calls;
+//! - `rust_wasm_fresh_inline`: a fresh instance created and called on the benchmark's thread,
+//!   without admission and the hop to the plugin runtime (what that plumbing costs);
 //! - `rust_wasm_fresh_*`: the fresh call with one of wasmtime's settings turned off (no pooling
 //!   allocator, no copy-on-write memory image, eager table initialisation, madvise instead of
 //!   memset to reset a pooled slot), to measure what each buys;
@@ -86,6 +88,16 @@ fn bench(c: &mut Criterion) {
         g.bench_function(format!("{lang}_wasm_fresh"), |b| {
             b.iter(|| black_box(plugin.reconcile(black_box(&req), "default/example-foo".into(), cache.clone())))
         });
+        if lang == "rust" {
+            // The same fresh instance, created and called on this thread: without admission, the
+            // in-flight registry and the hop to the plugin runtime that `kwop run` makes.
+            g.bench_function("rust_wasm_fresh_inline", |b| {
+                b.iter(|| {
+                    let mut s = plugin.session().expect("instance");
+                    black_box(s.reconcile(black_box(&req), cache.clone()))
+                })
+            });
+        }
         let mut session = plugin.session().expect("instance");
         g.bench_function(format!("{lang}_wasm_reused"), |b| {
             b.iter(|| black_box(session.reconcile(black_box(&req), cache.clone())))

@@ -12,7 +12,7 @@ use futures::{Stream, StreamExt};
 use kube::api::{Api, DynamicObject, TypeMeta};
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Client, ResourceExt};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -31,33 +31,36 @@ pub struct KindCache {
     owners: Mutex<OwnerIndex>,
 }
 
-/// controller uid → keys of the objects it controls, and the reverse, to move an object whose
-/// controller changes.
+/// controller uid → keys of the objects it controls. Kept in step with the store by the watch
+/// task alone (each change is given the version it replaces), so a key is in at most one list.
 #[derive(Default)]
 struct OwnerIndex {
-    by_owner: HashMap<String, HashSet<ObjectKey>>,
-    owner_of: HashMap<ObjectKey, String>,
+    by_owner: HashMap<Box<str>, Vec<ObjectKey>>,
 }
 
 impl OwnerIndex {
-    fn set(&mut self, key: ObjectKey, owner: Option<&str>) {
-        if self.owner_of.get(&key).map(String::as_str) == owner {
-            return;
+    /// `new` replaced `old` in the store.
+    fn replaced(&mut self, old: Option<&Cached>, new: &Cached) {
+        if let Some(o) = old {
+            if o.controller_uid() == new.controller_uid() {
+                return;
+            }
+            self.removed(o);
         }
-        self.remove(&key);
-        if let Some(uid) = owner {
-            self.by_owner.entry(uid.to_string()).or_default().insert(key.clone());
-            self.owner_of.insert(key, uid.to_string());
+        if let Some(uid) = new.controller_uid() {
+            self.by_owner.entry(uid.into()).or_default().push(new.key().clone());
         }
     }
 
-    fn remove(&mut self, key: &ObjectKey) {
-        if let Some(uid) = self.owner_of.remove(key) {
-            if let Some(set) = self.by_owner.get_mut(&uid) {
-                set.remove(key);
-                if set.is_empty() {
-                    self.by_owner.remove(&uid);
-                }
+    /// `old` left the store.
+    fn removed(&mut self, old: &Cached) {
+        let Some(uid) = old.controller_uid() else { return };
+        if let Some(keys) = self.by_owner.get_mut(uid) {
+            if let Some(i) = keys.iter().position(|k| k == old.key()) {
+                keys.swap_remove(i);
+            }
+            if keys.is_empty() {
+                self.by_owner.remove(uid);
             }
         }
     }
@@ -65,8 +68,9 @@ impl OwnerIndex {
     fn rebuild<'a>(&mut self, objects: impl Iterator<Item = &'a Cached>) {
         *self = OwnerIndex::default();
         for o in objects {
-            self.set(o.key().clone(), o.controller_uid());
+            self.replaced(None, o);
         }
+        self.by_owner.shrink_to_fit();
     }
 }
 
@@ -143,8 +147,8 @@ impl KindCache {
                             match ev {
                                 watcher::Event::Apply(o) => {
                                     let o = Arc::new(Cached::new(o));
-                                    me.store.apply(o.clone());
-                                    me.owners().set(o.key().clone(), o.controller_uid());
+                                    let old = me.store.apply(o.clone());
+                                    me.owners().replaced(old.as_deref(), &o);
                                     Some(WatchEvent::Changed(o, false))
                                 }
                                 // A (re)list's objects reach the store only at InitDone (they are
@@ -161,8 +165,9 @@ impl KindCache {
                                 }
                                 watcher::Event::Delete(o) => {
                                     let o = Arc::new(Cached::new(o));
-                                    me.store.delete(o.key());
-                                    me.owners().remove(o.key());
+                                    if let Some(old) = me.store.delete(o.key()) {
+                                        me.owners().removed(&old);
+                                    }
                                     Some(WatchEvent::Changed(o, true))
                                 }
                                 watcher::Event::InitDone => {
@@ -235,8 +240,7 @@ impl Caches {
         let Some(k) = self.kinds.get(gvk) else {
             return Vec::new();
         };
-        let keys: Vec<ObjectKey> =
-            k.owners().by_owner.get(uid).map(|s| s.iter().cloned().collect()).unwrap_or_default();
+        let keys: Vec<ObjectKey> = k.owners().by_owner.get(uid).cloned().unwrap_or_default();
         let mut out: Vec<Arc<Cached>> = keys
             .iter()
             .filter(|key| key.namespace.as_deref() == namespace)
@@ -326,23 +330,26 @@ mod tests {
     #[test]
     fn the_owner_index_follows_changes_of_controller_and_deletions() {
         let mut ix = OwnerIndex::default();
-        for o in [obj("a", Some("u1")), obj("b", Some("u1")), obj("c", None)] {
-            ix.set(o.key().clone(), o.controller_uid());
+        let (a, b, c) = (obj("a", Some("u1")), obj("b", Some("u1")), obj("c", None));
+        for o in [&a, &b, &c] {
+            ix.replaced(None, o);
         }
         assert_eq!(owned(&ix, "u1"), ["a", "b"]);
         assert!(!ix.by_owner.contains_key("other"), "only the controller reference counts");
-        // b moves to another controller, then loses it.
-        let b = obj("b", Some("u2"));
-        ix.set(b.key().clone(), b.controller_uid());
+        // A change that keeps the controller changes nothing; b moves to another, then loses it.
+        ix.replaced(Some(&a), &obj("a", Some("u1")));
+        assert_eq!(owned(&ix, "u1"), ["a", "b"]);
+        let b2 = obj("b", Some("u2"));
+        ix.replaced(Some(&b), &b2);
         assert_eq!((owned(&ix, "u1"), owned(&ix, "u2")), (vec!["a".to_string()], vec!["b".to_string()]));
-        ix.set(b.key().clone(), None);
-        assert!(!ix.by_owner.contains_key("u2") && !ix.owner_of.contains_key(b.key()));
-        ix.remove(obj("a", None).key());
-        assert!(ix.by_owner.is_empty() && ix.owner_of.is_empty());
+        ix.replaced(Some(&b2), &obj("b", None));
+        assert!(!ix.by_owner.contains_key("u2"));
+        ix.removed(&a);
+        assert!(ix.by_owner.is_empty());
         // A relist replaces everything.
         let world = [obj("d", Some("u3"))];
         ix.rebuild(world.iter());
         assert_eq!(owned(&ix, "u3"), ["d"]);
-        assert_eq!(ix.owner_of.len(), 1);
+        assert_eq!(ix.by_owner.len(), 1);
     }
 }

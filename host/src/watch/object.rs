@@ -11,7 +11,9 @@ use super::ObjectKey;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
 use kube::api::DynamicObject;
 use kube::ResourceExt;
-use std::collections::HashMap;
+use std::borrow::Borrow;
+use std::collections::HashSet;
+use std::hash::{Hash, Hasher};
 use std::sync::{Arc, RwLock};
 
 /// The reference of an object to its controller (the owner reference with `controller: true`).
@@ -134,35 +136,60 @@ impl Cached {
     }
 }
 
+/// A cached object in a set keyed by its [`ObjectKey`] (the key is not stored twice).
+struct Entry(Arc<Cached>);
+
+impl Hash for Entry {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        self.0.key.hash(h)
+    }
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.key == other.0.key
+    }
+}
+
+impl Eq for Entry {}
+
+impl Borrow<ObjectKey> for Entry {
+    fn borrow(&self) -> &ObjectKey {
+        &self.0.key
+    }
+}
+
+type Objects = HashSet<Entry>;
+
 /// The cached objects of one kind. A (re)list is buffered and swapped in whole, as
 /// kube-runtime's reflector does, so readers never see half a list.
 #[derive(Default)]
 pub struct Store {
-    objects: RwLock<HashMap<ObjectKey, Arc<Cached>>>,
-    relist: std::sync::Mutex<Option<HashMap<ObjectKey, Arc<Cached>>>>,
+    objects: RwLock<Objects>,
+    relist: std::sync::Mutex<Option<Objects>>,
 }
 
 impl Store {
-    fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<ObjectKey, Arc<Cached>>> {
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Objects> {
         self.objects.read().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<ObjectKey, Arc<Cached>>> {
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Objects> {
         self.objects.write().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn buffer(&self) -> std::sync::MutexGuard<'_, Option<HashMap<ObjectKey, Arc<Cached>>>> {
+    fn buffer(&self) -> std::sync::MutexGuard<'_, Option<Objects>> {
         self.relist.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// One object.
     pub fn get(&self, key: &ObjectKey) -> Option<Arc<Cached>> {
-        self.read().get(key).cloned()
+        self.read().get(key).map(|e| e.0.clone())
     }
 
     /// Every object (in no particular order).
     pub fn state(&self) -> Vec<Arc<Cached>> {
-        self.read().values().cloned().collect()
+        self.read().iter().map(|e| e.0.clone()).collect()
     }
 
     /// How many objects.
@@ -175,29 +202,30 @@ impl Store {
         self.read().is_empty()
     }
 
-    /// An object was added or changed.
-    pub fn apply(&self, o: Arc<Cached>) {
-        self.write().insert(o.key().clone(), o);
+    /// An object was added or changed; returns the version it replaces.
+    pub fn apply(&self, o: Arc<Cached>) -> Option<Arc<Cached>> {
+        self.write().replace(Entry(o)).map(|e| e.0)
     }
 
-    /// An object was deleted.
-    pub fn delete(&self, key: &ObjectKey) {
-        self.write().remove(key);
+    /// An object was deleted; returns what was cached.
+    pub fn delete(&self, key: &ObjectKey) -> Option<Arc<Cached>> {
+        self.write().take(key).map(|e| e.0)
     }
 
     /// A (re)list starts.
     pub fn relist_start(&self) {
-        *self.buffer() = Some(HashMap::new());
+        *self.buffer() = Some(HashSet::new());
     }
 
     /// An object of the (re)list.
     pub fn relist_object(&self, o: Arc<Cached>) {
-        self.buffer().get_or_insert_with(HashMap::new).insert(o.key().clone(), o);
+        self.buffer().get_or_insert_with(HashSet::new).replace(Entry(o));
     }
 
     /// The (re)list is complete: it replaces the store.
     pub fn relist_done(&self) {
-        let listed = self.buffer().take().unwrap_or_default();
+        let mut listed = self.buffer().take().unwrap_or_default();
+        listed.shrink_to_fit();
         *self.write() = listed;
     }
 }
@@ -243,7 +271,8 @@ mod tests {
     fn a_relist_replaces_the_store_only_when_done() {
         let s = Store::default();
         let a = Arc::new(Cached::new(deployment()));
-        s.apply(a.clone());
+        assert!(s.apply(a.clone()).is_none());
+        assert!(s.apply(a.clone()).is_some_and(|old| Arc::ptr_eq(&old, &a)), "a change replaces");
         s.relist_start();
         let mut other = deployment();
         other.metadata.name = Some("db".into());
@@ -252,7 +281,8 @@ mod tests {
         s.relist_done();
         assert!(s.get(a.key()).is_none());
         assert_eq!(s.len(), 1);
-        s.delete(&ObjectKey { namespace: Some("ns".into()), name: "db".into() });
+        let gone = s.delete(&ObjectKey { namespace: Some("ns".into()), name: "db".into() });
+        assert_eq!(gone.map(|o| o.name().to_string()).as_deref(), Some("db"));
         assert!(s.is_empty());
     }
 }

@@ -25,6 +25,10 @@ pub const CALL_IDS: &[(&str, &str)] = &[
     ("python_wasm_fresh", "guest-foo (Python, componentize-py) as WASM, fresh pooled instance"),
     ("go_wasm_reused", "guest-foo (Go, standard Go wasip1) as WASM, reused instance"),
     ("go_wasm_fresh", "guest-foo (Go, standard Go wasip1) as WASM, fresh pooled instance"),
+    (
+        "rust_wasm_fresh_inline",
+        "Rust, fresh pooled instance made and called in place (no admission, no hop to the plugin runtime)",
+    ),
     ("rust_wasm_fresh_no_pooling", "wasmtime settings: Rust, fresh instance without the pooling allocator"),
     ("rust_wasm_fresh_no_cow", "wasmtime settings: Rust, fresh pooled instance, no copy-on-write memory image"),
     ("rust_wasm_fresh_eager_tables", "wasmtime settings: Rust, fresh pooled instance, tables initialised eagerly"),
