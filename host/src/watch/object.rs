@@ -222,11 +222,13 @@ impl Store {
         self.buffer().get_or_insert_with(HashSet::new).replace(Entry(o));
     }
 
-    /// The (re)list is complete: it replaces the store.
+    /// The (re)list is complete: it replaces the store (a completion without a start, which the
+    /// watcher never sends, leaves the store as it is rather than emptying it).
     pub fn relist_done(&self) {
-        let mut listed = self.buffer().take().unwrap_or_default();
-        listed.shrink_to_fit();
-        *self.write() = listed;
+        if let Some(mut listed) = self.buffer().take() {
+            listed.shrink_to_fit();
+            *self.write() = listed;
+        }
     }
 }
 
@@ -281,6 +283,8 @@ mod tests {
         s.relist_done();
         assert!(s.get(a.key()).is_none());
         assert_eq!(s.len(), 1);
+        s.relist_done();
+        assert_eq!(s.len(), 1, "a completion without a start changes nothing");
         let gone = s.delete(&ObjectKey { namespace: Some("ns".into()), name: "db".into() });
         assert_eq!(gone.map(|o| o.name().to_string()).as_deref(), Some("db"));
         assert!(s.is_empty());
