@@ -23,7 +23,7 @@ struct Row {
     target: &'static str,
     before: String,
     after: String,
-    met: Option<bool>,
+    met: bool,
 }
 
 fn x(v: f64) -> String {
@@ -45,7 +45,7 @@ pub fn markdown(r: &Results) -> String {
             target: "≤ 0.2×",
             before,
             after: format!("{} ({} writes)", x(after), k.total),
-            met: Some(after <= 0.2 && k.total == 0.0),
+            met: after <= 0.2 && k.total == 0.0,
         });
     }
     if r.memory.iter().any(|m| m.driver == Driver::Kwop)
@@ -57,7 +57,7 @@ pub fn markdown(r: &Results) -> String {
             target: "≤ 0.7×",
             before: x(BEFORE_BYTES_RATIO),
             after: x(after),
-            met: Some(after <= 0.7),
+            met: after <= 0.7,
         });
     }
     if let Some(w) = r.many.as_ref().and_then(|m| m.deployment_watches.map(|w| (w, m.plugins))) {
@@ -66,7 +66,7 @@ pub fn markdown(r: &Results) -> String {
             target: "1",
             before: format!("{} (one per plugin)", w.1),
             after: format!("{} for {} plugins", w.0, w.1),
-            met: Some(w.0 == 1.0),
+            met: w.0 == 1.0,
         });
     }
     if let Some(h) = &r.hotswap {
@@ -76,7 +76,7 @@ pub fn markdown(r: &Results) -> String {
             target: "≤ 30 ms",
             before: format!("{BEFORE_HOTSWAP_P99_MS:.0} ms"),
             after: format!("{p99:.0} ms"),
-            met: Some(p99 <= 30.0),
+            met: p99 <= 30.0,
         });
     }
     if let Some(c) = &r.calls {
@@ -89,7 +89,7 @@ pub fn markdown(r: &Results) -> String {
                 target: "≤ 3×",
                 before: x(BEFORE_FRESH_RATIO),
                 after: x(after),
-                met: Some(after <= 3.0),
+                met: after <= 3.0,
             });
         }
         if let Some(b) = c.guest_bytes {
@@ -98,7 +98,7 @@ pub fn markdown(r: &Results) -> String {
                 target: "near 100 KB",
                 before: format!("{:.0} KB", BEFORE_GUEST_BYTES / 1e3),
                 after: format!("{:.0} KB", b as f64 / 1e3),
-                met: Some(b as f64 <= 150e3),
+                met: b as f64 <= 150e3,
             });
         }
     }
@@ -115,7 +115,7 @@ pub fn markdown(r: &Results) -> String {
                 target: "≤ 1.2×",
                 before: x(BEFORE_CONV_RATIO),
                 after: x(after),
-                met: Some(after <= 1.2),
+                met: after <= 1.2,
             });
         }
     }
@@ -129,11 +129,7 @@ pub fn markdown(r: &Results) -> String {
     );
     let _ = writeln!(o, "| goal | target | before | after | |\n|---|---:|---:|---:|---|");
     for row in rows {
-        let verdict = match row.met {
-            Some(true) => "**met**",
-            Some(false) => "**not met**",
-            None => "–",
-        };
+        let verdict = if row.met { "**met**" } else { "**not met**" };
         let _ = writeln!(o, "| {} | {} | {} | {} | {verdict} |", row.goal, row.target, row.before, row.after);
     }
     let _ = writeln!(o);
