@@ -3,7 +3,8 @@
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
-use kwop_guest::{Event, Failure, Meta};
+use kwop_guest::conditions::{set_condition, Condition};
+use kwop_guest::{Event, Failure, Meta, Time};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -16,6 +17,10 @@ pub const ERR_RESOURCE_EXISTS: &str = "ErrResourceExists";
 /// Event reason for a Foo whose spec cannot be acted on. sample-controller only logs these; we
 /// also tell the user, on the object, why nothing happens.
 pub const INVALID_SPEC: &str = "InvalidSpec";
+/// Condition: the Deployment has at least the replicas the Foo asks for available.
+pub const READY: &str = "Ready";
+/// Condition: the Deployment is being created or scaled towards the Foo's replicas.
+pub const PROGRESSING: &str = "Progressing";
 
 /// The Foo custom resource (`samplecontroller.k8s.io/v1alpha1`), the fields the logic reads.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
@@ -26,6 +31,9 @@ pub struct Foo {
     /// Desired state.
     #[serde(default)]
     pub spec: FooSpec,
+    /// What the last reconcile reported (its conditions keep their transition times).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<FooStatus>,
 }
 
 /// `spec` of a Foo.
@@ -40,12 +48,20 @@ pub struct FooSpec {
     pub replicas: Option<i32>,
 }
 
-/// `status` of a Foo.
+/// `status` of a Foo: sample-controller's `availableReplicas`, and the generation and conditions
+/// a user checks with `kubectl wait --for=condition=Ready`.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct FooStatus {
     /// The Deployment's available replicas.
+    #[serde(default)]
     pub available_replicas: i32,
+    /// The Foo's `metadata.generation` this status describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// `Ready` and `Progressing`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
 }
 
 /// A successful sync.
@@ -101,11 +117,12 @@ pub struct ObservedStatus {
     pub available_replicas: Option<i32>,
 }
 
-/// One sync of a Foo, as sample-controller's `syncHandler` does it.
+/// One sync of a Foo, as sample-controller's `syncHandler` does it, at the instant `now` (the
+/// reconcile's, for the conditions' transition times).
 ///
 /// `deployment` looks up a Deployment by namespace and name in the cache (sample-controller's
 /// `deploymentsLister.Deployments(ns).Get(name)`); the host answers from its informer cache.
-pub fn sync(foo: &Foo, deployment: &dyn Fn(&str, &str) -> Option<Observed>) -> Result<Decision, Failure> {
+pub fn sync(foo: &Foo, deployment: &dyn Fn(&str, &str) -> Option<Observed>, now: Time) -> Result<Decision, Failure> {
     let name = match foo.spec.deployment_name.as_deref() {
         Some(n) if !n.is_empty() => n,
         // sample-controller logs "Deployment name missing from object reference" and drops the
@@ -125,12 +142,40 @@ pub fn sync(foo: &Foo, deployment: &dyn Fn(&str, &str) -> Option<Observed>) -> R
             return Err(Failure::retry(msg.clone()).event(Event::warning(ERR_RESOURCE_EXISTS, msg)));
         }
     }
+    let exists = observed.is_some();
     let available = observed.and_then(|d| d.status).and_then(|s| s.available_replicas).unwrap_or(0);
     Ok(Decision {
         deployment: new_deployment(foo, name),
-        status: FooStatus { available_replicas: available },
+        status: status(foo, name, exists, available, now),
         events: vec![Event::normal(SUCCESS_SYNCED, MESSAGE_RESOURCE_SYNCED)],
     })
+}
+
+/// The Foo's status: `availableReplicas` as sample-controller writes it, the generation it
+/// describes, and the conditions Ready (enough replicas available) and Progressing (the
+/// Deployment is being created or scaled).
+fn status(foo: &Foo, name: &str, exists: bool, available: i32, now: Time) -> FooStatus {
+    // An unset spec.replicas leaves the Deployment at its default, 1.
+    let desired = foo.spec.replicas.unwrap_or(1);
+    let generation = foo.metadata.generation;
+    let mut conditions = foo.status.as_ref().map(|s| s.conditions.clone()).unwrap_or_default();
+    let counted = format!("{available} of {desired} replicas available");
+    let ready = if available >= desired {
+        Condition::new(READY, true, "Available", counted.clone())
+    } else {
+        Condition::new(READY, false, "Unavailable", counted.clone())
+    };
+    set_condition(&mut conditions, ready.observed_generation(generation), now);
+    let progressing = match (exists, available.cmp(&desired)) {
+        (false, _) => Condition::new(PROGRESSING, true, "Creating", format!("creating Deployment {name:?}")),
+        (true, std::cmp::Ordering::Less) => Condition::new(PROGRESSING, true, "ScalingUp", counted),
+        (true, std::cmp::Ordering::Greater) => Condition::new(PROGRESSING, true, "ScalingDown", counted),
+        (true, std::cmp::Ordering::Equal) => {
+            Condition::new(PROGRESSING, false, "Complete", format!("Deployment {name:?} has {desired} available"))
+        }
+    };
+    set_condition(&mut conditions, progressing.observed_generation(generation), now);
+    FooStatus { available_replicas: available, observed_generation: generation, conditions }
 }
 
 /// The whole reconcile at the JSON boundary, as the plugin does it (parse the Foo, look up the
@@ -139,10 +184,11 @@ pub fn sync(foo: &Foo, deployment: &dyn Fn(&str, &str) -> Option<Observed>) -> R
 pub fn reconcile_json(
     primary: &str,
     lookup: &dyn Fn(&str, &str) -> Option<String>,
+    now: Time,
 ) -> Result<(Vec<String>, String), Failure> {
     let foo: Foo = serde_json::from_str(primary)
         .map_err(|e| Failure::permanent(format!("the primary object does not parse: {e}")))?;
-    let d = sync(&foo, &|ns, name| lookup(ns, name).and_then(|t| serde_json::from_str(&t).ok()))?;
+    let d = sync(&foo, &|ns, name| lookup(ns, name).and_then(|t| serde_json::from_str(&t).ok()), now)?;
     let intent = serde_json::to_string(&d.deployment).map_err(|e| Failure::permanent(e.to_string()))?;
     let status = serde_json::to_string(&d.status).map_err(|e| Failure::permanent(e.to_string()))?;
     Ok((vec![intent], status))

@@ -23,7 +23,7 @@ impl Reconciler for GuestFoo {
 
     fn reconcile(foo: Foo, ctx: &Context) -> Result<Outcome, Failure> {
         let kind = Gvk::of::<Deployment>();
-        let d = foo::sync(&foo, &|ns, name| ctx.get_as::<foo::Observed>(&kind, Some(ns), name))?;
+        let d = foo::sync(&foo, &|ns, name| ctx.get_as::<foo::Observed>(&kind, Some(ns), name), ctx.now())?;
         let mut out = Outcome::new().apply(&d.deployment)?.status(&d.status)?;
         for e in d.events {
             out = out.event(e);

@@ -18,6 +18,7 @@
 pub mod apply;
 pub mod cli;
 pub mod controller;
+pub mod finalize;
 pub mod hotswap;
 pub mod kinds;
 pub mod leader;

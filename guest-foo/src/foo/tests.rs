@@ -11,11 +11,15 @@ fn foo(deployment_name: Option<&str>, replicas: Option<i32>) -> Foo {
             name: "test".into(),
             namespace: Some("default".into()),
             uid: "uid-foo".into(),
-            generation: None,
+            generation: Some(2),
+            deletion_timestamp: None,
         },
         spec: FooSpec { deployment_name: deployment_name.map(Into::into), replicas },
+        status: None,
     }
 }
+
+const NOW: Time = Time::EXAMPLE;
 
 fn deployment(owner_uid: Option<&str>, available: Option<i32>) -> Observed {
     let mut d = json!({
@@ -41,7 +45,7 @@ fn none(_: &str, _: &str) -> Option<Observed> {
 
 #[test]
 fn creates_the_deployment_sample_controller_would() {
-    let d = sync(&foo(Some("test"), Some(1)), &none).expect("sync");
+    let d = sync(&foo(Some("test"), Some(1)), &none, NOW).expect("sync");
     assert_eq!(
         serde_json::to_value(&d.deployment).expect("json"),
         json!({
@@ -57,27 +61,27 @@ fn creates_the_deployment_sample_controller_would() {
             }
         })
     );
-    assert_eq!(serde_json::to_value(&d.status).expect("json"), json!({ "availableReplicas": 0 }));
+    assert_eq!(d.status.available_replicas, 0);
     assert_eq!(d.events, vec![Event::normal("Synced", "Foo synced successfully")]);
 }
 
 #[test]
 fn unset_replicas_stay_unset() {
-    let d = sync(&foo(Some("test"), None), &none).expect("sync");
+    let d = sync(&foo(Some("test"), None), &none, NOW).expect("sync");
     assert!(d.deployment.spec.and_then(|s| s.replicas).is_none());
 }
 
 #[test]
 fn status_copies_available_replicas_of_the_owned_deployment() {
     let found = |ns: &str, n: &str| (ns == "default" && n == "test").then(|| deployment(Some("uid-foo"), Some(3)));
-    let d = sync(&foo(Some("test"), Some(3)), &found).expect("sync");
+    let d = sync(&foo(Some("test"), Some(3)), &found, NOW).expect("sync");
     assert_eq!(d.status.available_replicas, 3);
 }
 
 #[test]
 fn unowned_deployment_is_left_alone_and_reported() {
     let found = |_: &str, _: &str| Some(deployment(None, None));
-    let f = sync(&foo(Some("test"), Some(1)), &found).expect_err("must fail");
+    let f = sync(&foo(Some("test"), Some(1)), &found, NOW).expect_err("must fail");
     assert!(f.retry);
     assert_eq!(f.message, "Resource \"test\" already exists and is not managed by Foo");
     assert_eq!(f.events[0].reason, "ErrResourceExists");
@@ -87,7 +91,7 @@ fn unowned_deployment_is_left_alone_and_reported() {
 #[test]
 fn deployment_controlled_by_another_foo_is_not_ours() {
     let found = |_: &str, _: &str| Some(deployment(Some("uid-other"), None));
-    assert!(sync(&foo(Some("test"), Some(1)), &found).is_err());
+    assert!(sync(&foo(Some("test"), Some(1)), &found, NOW).is_err());
 }
 
 #[test]
@@ -95,13 +99,13 @@ fn non_controller_owner_reference_does_not_count() {
     let mut d = deployment(Some("uid-foo"), None);
     d.metadata.owner_references[0].controller = Some(false);
     let found = move |_: &str, _: &str| Some(d.clone());
-    assert!(sync(&foo(Some("test"), Some(1)), &found).is_err());
+    assert!(sync(&foo(Some("test"), Some(1)), &found, NOW).is_err());
 }
 
 #[test]
 fn missing_or_empty_deployment_name_is_a_warning_without_retry() {
     for f in [foo(None, Some(1)), foo(Some(""), Some(1))] {
-        let f = sync(&f, &none).expect_err("must fail");
+        let f = sync(&f, &none, NOW).expect_err("must fail");
         assert!(!f.retry);
         assert_eq!(f.events[0].reason, INVALID_SPEC);
         assert_eq!(f.events[0].severity, Severity::Warning);
@@ -111,19 +115,44 @@ fn missing_or_empty_deployment_name_is_a_warning_without_retry() {
 #[test]
 fn invalid_deployment_name_is_a_warning_without_retry() {
     for bad in ["Has_Upper", "-lead", "trail-", "a..b", &"x".repeat(254)] {
-        let f = sync(&foo(Some(bad), Some(1)), &none).expect_err(bad);
+        let f = sync(&foo(Some(bad), Some(1)), &none, NOW).expect_err(bad);
         assert!(!f.retry, "{bad}");
         assert!(f.message.contains("not a valid Deployment name"), "{}", f.message);
     }
-    assert!(sync(&foo(Some("a.b-c.d9"), Some(1)), &none).is_ok());
+    assert!(sync(&foo(Some("a.b-c.d9"), Some(1)), &none, NOW).is_ok());
 }
 
 #[test]
 fn the_json_boundary_parses_and_serialises_like_the_plugin() {
     let primary =
         r#"{"metadata":{"name":"test","namespace":"default","uid":"u"},"spec":{"deploymentName":"test","replicas":2}}"#;
-    let (apply, status) = reconcile_json(primary, &|_, _| None).expect("ok");
-    assert_eq!(status, r#"{"availableReplicas":0}"#);
+    let (apply, status) = reconcile_json(primary, &|_, _| None, NOW).expect("ok");
+    assert!(status.starts_with(r#"{"availableReplicas":0,"conditions":[{"type":"Ready","status":"False""#), "{status}");
     assert!(apply[0].contains(r#""replicas":2"#));
-    assert!(!reconcile_json(r#"{"spec":"nope"}"#, &|_, _| None).expect_err("garbage").retry);
+    assert!(!reconcile_json(r#"{"spec":"nope"}"#, &|_, _| None, NOW).expect_err("garbage").retry);
+}
+
+#[test]
+fn conditions_say_ready_when_the_replicas_are_available_and_keep_their_transition_time() {
+    let t0 = Time::from_seconds(1_800_000_000);
+    // Just created: not ready, progressing, observed generation 2.
+    let d = sync(&foo(Some("test"), Some(3)), &none, t0).expect("sync");
+    let s = serde_json::to_value(&d.status).expect("json");
+    assert_eq!(s["observedGeneration"], 2);
+    assert_eq!(s["conditions"][0], json!({"type": "Ready", "status": "False", "observedGeneration": 2,
+        "lastTransitionTime": "2027-01-15T08:00:00Z", "reason": "Unavailable", "message": "0 of 3 replicas available"}));
+    assert_eq!((s["conditions"][1]["type"].as_str(), s["conditions"][1]["reason"].as_str()), (Some("Progressing"), Some("Creating")));
+    // Later, all available: Ready flips (new transition time), Progressing completes.
+    let mut f = foo(Some("test"), Some(3));
+    f.status = Some(d.status.clone());
+    let found = |_: &str, _: &str| Some(deployment(Some("uid-foo"), Some(3)));
+    let t1 = Time::from_seconds(1_800_000_060);
+    let d2 = sync(&f, &found, t1).expect("sync");
+    let ready = &d2.status.conditions[0];
+    assert!(ready.is_true() && ready.last_transition_time == "2027-01-15T08:01:00Z", "{ready:?}");
+    assert_eq!(d2.status.conditions[1].reason, "Complete");
+    // In sync: the same status again, whatever the clock says (nothing to write).
+    f.status = Some(d2.status.clone());
+    let d3 = sync(&f, &found, Time::from_seconds(1_900_000_000)).expect("sync");
+    assert_eq!(d3.status, d2.status);
 }

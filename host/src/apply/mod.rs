@@ -10,6 +10,7 @@
 //! applier replaces those lists with the intent's and applies again, within the same write.
 
 pub mod compare;
+mod finalizers;
 pub mod lists;
 
 pub use compare::covers;
@@ -48,6 +49,14 @@ impl Applied {
             && observed.metadata.uid.as_ref() == Some(&self.uid)
             && (rv == Some(&self.after) || (rv.is_some() && rv == self.before.as_ref()))
     }
+}
+
+/// How an applied object is tied to its primary.
+pub enum Belonging<'a> {
+    /// A controller owner reference (in the primary's namespace, or under a cluster-scoped one).
+    Reference(&'a OwnerReference),
+    /// The host's tracking labels (a kind owned across namespaces).
+    Labels(&'a crate::outcome::tracking::Owner<'a>),
 }
 
 /// What a write did.
@@ -127,15 +136,21 @@ impl Applier {
         }
     }
 
-    /// The object that will be applied: the intent, its namespace, the controller reference and
+    /// The object that will be applied: the intent, its namespace, how it belongs to its primary
+    /// (the controller reference, or for a kind owned across namespaces the tracking labels) and
     /// the intent hash.
-    pub fn desired(intent: &Intent, namespace: Option<&str>, owner: &OwnerReference) -> Value {
+    pub fn desired(intent: &Intent, namespace: Option<&str>, owner: &Belonging<'_>) -> Value {
         let mut body = intent.body.clone();
         if let Some(meta) = body.get_mut("metadata").and_then(Value::as_object_mut) {
             if let Some(ns) = namespace {
                 meta.insert("namespace".into(), json!(ns));
             }
-            meta.insert("ownerReferences".into(), json!([owner]));
+            if let Belonging::Reference(r) = owner {
+                meta.insert("ownerReferences".into(), json!([r]));
+            }
+        }
+        if let Belonging::Labels(o) = owner {
+            o.mark(&mut body);
         }
         let hash = hash_of(&body);
         if let Some(meta) = body.get_mut("metadata").and_then(Value::as_object_mut) {

@@ -2,8 +2,8 @@
 
 use super::{PluginCommand, SandboxArgs};
 use crate::kinds::Gvk;
-use crate::outcome::{self, fence::controller_uid, FenceContext, OutcomeLimits};
-use crate::plugin::{wit, EngineConfig, Limits, LoadedPlugin, PluginEngine, PrimaryScope, StaticCache};
+use crate::outcome::{self, tracking, FenceContext, OutcomeLimits};
+use crate::plugin::{EngineConfig, Limits, LoadedPlugin, PluginEngine, PrimaryScope, Request, StaticCache};
 use crate::schema::Schemas;
 use anyhow::{anyhow, bail, Context};
 use serde_json::{json, Value};
@@ -110,9 +110,11 @@ fn describe(p: &LoadedPlugin) -> Value {
         "version": p.info.version,
         "primary": p.info.primary,
         "owns": p.info.owns,
+        "ownsAcrossNamespaces": p.info.across,
         "reads": p.info.reads,
+        "finalizes": p.info.finalizes,
         "sha256": p.sha256,
-        "world": "kwop:reconciler@0.1.0",
+        "world": p.world(),
     })
 }
 
@@ -252,18 +254,43 @@ pub fn reconcile_offline_at(
         cache.insert(o);
     }
     let uid = meta_str(&primary, "uid").unwrap_or_default().to_string();
+    // As the host: by controller reference (in the primary's namespace when it has one), and for
+    // kinds owned across namespaces by the tracking labels, anywhere; each kind sorted.
     let owned = p
         .info
         .owns
         .iter()
-        .flat_map(|g| cache.all(g))
-        .filter(|o| {
-            meta_str(o, "namespace") == ns.as_deref() && !uid.is_empty() && controller_uid(o) == Some(uid.as_str())
+        .flat_map(|g| {
+            let mut of_kind: Vec<&Value> = cache
+                .all(g)
+                .filter(|o| {
+                    let by_reference = outcome::fence::controller_uid(o) == Some(uid.as_str())
+                        && (ns.is_none() || meta_str(o, "namespace") == ns.as_deref());
+                    !uid.is_empty() && (by_reference || (p.info.owns_across(g) && tracking::belongs(o, &uid, &p.info.name)))
+                })
+                .collect();
+            of_kind.sort_by_key(|o| (meta_str(o, "namespace"), meta_str(o, "name")));
+            of_kind
         })
         .map(Value::to_string)
         .collect();
     let object = format!("{}/{}", ns.as_deref().unwrap_or(""), meta_str(&primary, "name").unwrap_or(""));
-    let req = wit::Request { primary: primary.to_string(), owned };
+    let deleting = primary.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null());
+    let finalizing = deleting
+        && p.info.finalizes
+        && primary
+            .pointer("/metadata/finalizers")
+            .and_then(Value::as_array)
+            .is_some_and(|l| l.iter().any(|f| f.as_str() == Some(&p.info.finalizer())));
+    if deleting && !finalizing {
+        let why = format!(
+            "the primary is being deleted and {} is not finalizing it (it needs finalizes and the finalizer {} on the primary): the host calls nothing",
+            p.info.name,
+            p.info.finalizer()
+        );
+        return (json!({ "skipped": why }), true);
+    }
+    let req = Request { primary: primary.to_string(), owned };
     let cache = Arc::new(cache);
     let view = PrimaryScope::new(cache.clone(), ns.clone());
     let limits = OutcomeLimits::default();
@@ -274,27 +301,45 @@ pub fn reconcile_offline_at(
     if let Some(at) = started_at {
         spec.started_at = at;
     }
+    let fence_ok = |o: &outcome::Outcome| -> Result<(), outcome::Rejection> {
+        if !checks.fence {
+            return Ok(());
+        }
+        let is_namespaced = |g: &Gvk| namespaced(checks.schemas, g);
+        let observed = |g: &Gvk, ns: Option<&str>, n: &str| {
+            cache.all(g).find(|o| meta_str(o, "name") == Some(n) && meta_str(o, "namespace") == ns).cloned()
+        };
+        let ctx = FenceContext {
+            info: &p.info,
+            primary_namespace: ns.as_deref(),
+            primary_uid: &uid,
+            granted: &p.grants.namespaces,
+            namespaced: &is_namespaced,
+            observed: &observed,
+        };
+        outcome::fence(o, &ctx).map(|_| ())
+    };
+    if finalizing {
+        return match p.finalize_with(&req, spec, Arc::new(view)) {
+            Err(e) => error(e.to_string(), true),
+            Ok(Err(f)) => (outcome::decode_failure(f, &limits).to_json(), false),
+            Ok(Ok(raw)) => match outcome::decode_finalize(raw, &limits) {
+                Err(r) => error(format!("outcome rejected by the host: {r}"), false),
+                Ok(o) => match fence_ok(&o.as_outcome()) {
+                    Err(r) => error(format!("outcome rejected by the host: {r}"), false),
+                    Ok(()) => (o.to_json(), true),
+                },
+            },
+        };
+    }
     match p.reconcile_with(&req, spec, Arc::new(view)) {
         Err(e) => error(e.to_string(), true),
         Ok(Err(f)) => (outcome::decode_failure(f, &limits).to_json(), false),
         Ok(Ok(raw)) => match outcome::decode(raw, &limits) {
             Err(r) => error(format!("outcome rejected by the host: {r}"), false),
             Ok(o) => {
-                if checks.fence {
-                    let is_namespaced = |g: &Gvk| namespaced(checks.schemas, g);
-                    let observed = |g: &Gvk, ns: Option<&str>, n: &str| {
-                        cache.all(g).find(|o| meta_str(o, "name") == Some(n) && meta_str(o, "namespace") == ns).cloned()
-                    };
-                    let ctx = FenceContext {
-                        info: &p.info,
-                        primary_namespace: ns.as_deref(),
-                        primary_uid: &uid,
-                        namespaced: &is_namespaced,
-                        observed: &observed,
-                    };
-                    if let Err(r) = outcome::fence(&o, &ctx) {
-                        return error(format!("outcome rejected by the host: {r}"), false);
-                    }
+                if let Err(r) = fence_ok(&o) {
+                    return error(format!("outcome rejected by the host: {r}"), false);
                 }
                 let refused = schema_violations(&o, &p.info.primary, checks.schemas);
                 if !refused.is_empty() {

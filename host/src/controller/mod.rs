@@ -6,6 +6,7 @@
 //! a bounded rate; a swap that changes kinds stops this controller and starts a new one.
 
 mod access;
+mod finalizing;
 mod memo;
 mod pacer;
 pub mod queue;
@@ -132,6 +133,9 @@ pub(crate) struct Inner {
     pub(crate) reads: std::sync::Mutex<reads::ReadIndex>,
     /// Each primary's last in-sync reconcile, to skip the plugin while nothing changed.
     memo: memo::Memo,
+    /// Primaries whose finalizer this controller took off, with the resourceVersion it was
+    /// taken off at (until the watch sees them go).
+    pub(crate) finalized: std::sync::Mutex<std::collections::HashMap<ObjectKey, String>>,
 }
 
 /// A running controller.
@@ -187,6 +191,7 @@ impl Controller {
             pacer: pacer::Pacer::new(shared.config.requeue_rate),
             reads: std::sync::Mutex::new(reads::ReadIndex::default()),
             memo: memo::Memo::default(),
+            finalized: std::sync::Mutex::new(std::collections::HashMap::new()),
         });
         publish_info(&shared, &file, &plugin, false);
         let tasks = TaskTracker::new();
@@ -340,6 +345,7 @@ impl Inner {
                 self.queue.remove(&key);
                 self.read_index().forget(&key);
                 self.memo.forget(&key);
+                self.finalized.lock().unwrap_or_else(|p| p.into_inner()).remove(&key);
                 self.events.forget(&key);
                 self.applier.forget(gvk, key.namespace.as_deref(), &key.name);
             }
@@ -353,6 +359,15 @@ impl Inner {
                     if owner.same_group_kind(&primary.gvk) {
                         let namespace = if primary.namespaced { o.namespace().map(str::to_string) } else { None };
                         self.queue.add(ObjectKey { namespace, name: r.name.to_string() });
+                    }
+                }
+                // Tracked by labels (a kind owned across namespaces): the annotation names the
+                // primary; the plugin label says whose it is.
+                let ours = o.label(crate::outcome::tracking::PLUGIN) == Some(self.plugin.load().info.name.as_str());
+                if let Some(owner) = o.tracked_owner().filter(|_| ours) {
+                    let (namespace, name) = crate::outcome::tracking::parse_owner(owner);
+                    if namespace.is_some() == primary.namespaced {
+                        self.queue.add(ObjectKey { namespace: namespace.map(str::to_string), name: name.to_string() });
                     }
                 }
             }

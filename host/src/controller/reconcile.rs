@@ -4,16 +4,13 @@
 use super::memo::RequestVersions;
 use super::reads::RecordingCache;
 use super::seen::Seen;
-use super::writes::Op;
 use super::Inner;
-use crate::outcome::{
-    self, fence::controller_uid, EventSpec, FenceContext, Outcome, RejectReason, Rejection, Severity,
-};
-use crate::plugin::{wit, CacheView, CallSpec};
+use crate::outcome::tracking::{self, Owner};
+use crate::outcome::{self, EventSpec, FenceContext, Outcome, RejectReason, Rejection, Severity};
+use crate::plugin::{CacheView, CallSpec, LoadedPlugin, Request};
 use crate::report::{REASON_OUTCOME_REJECTED, REASON_PLUGIN_FAILED, REASON_RECONCILE_FAILED};
 use crate::telemetry::Metrics;
 use crate::watch::ObjectKey;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::DynamicObject;
 use kube::Resource;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,6 +27,15 @@ pub(crate) enum Next {
     After(Duration),
     /// Again after the key's backoff.
     Retry,
+}
+
+/// Where each write of a fenced outcome goes, and what it is compared with (same order as the
+/// outcome's applies and deletions).
+pub(super) struct Fenced {
+    pub(super) apply_ns: Vec<Option<String>>,
+    pub(super) observed_apply: Vec<Option<DynamicObject>>,
+    pub(super) delete_ns: Vec<Option<String>>,
+    pub(super) observed_delete: Vec<Option<DynamicObject>>,
 }
 
 pub(super) fn warning(reason: &str, message: String) -> EventSpec {
@@ -61,21 +67,25 @@ impl Inner {
         if !plugin.grants.namespaces.acts_on(key.namespace.as_deref()) {
             return Next::Done;
         }
-        // The primary is gone: nothing to do (its owned objects go with it through the garbage
-        // collector, as in sample-controller). Terminating: leave it to its finalizers.
+        // The primary is gone: nothing to do (what it owned by reference goes with it through
+        // the garbage collector, as in sample-controller; what it owned by labels its
+        // `finalize` deleted before).
         let Some(cached) = self.primary.get(key.namespace.as_deref(), &key.name) else {
             return Next::Done;
         };
-        if cached.deleting() {
-            return Next::Done;
-        }
         let uid = cached.uid().to_string();
         let ns = cached.namespace().map(str::to_string);
+        let owner = Owner { uid: &uid, namespace: ns.as_deref(), name: &key.name, plugin: name };
         let mut seen = Seen::default();
         for g in &plugin.info.owns {
-            for o in self.caches.controlled_by(g, ns.as_deref(), &uid) {
+            for o in self.caches.belonging_to(g, &owner, plugin.info.owns_across(g)) {
                 seen.record(g, &o);
             }
+        }
+        // Being deleted: `finalize` if the plugin finalizes and its finalizer is still there;
+        // otherwise it is left to its other finalizers (`controller::finalizing`).
+        if cached.deleting() {
+            return self.deleting(key, &plugin, &cached, &seen).await;
         }
         let mut view = RecordingCache::new(self.caches.clone(), ns.clone(), plugin.grants.clone());
         if self.shared.recorder.is_some() {
@@ -91,7 +101,7 @@ impl Inner {
             }
         }
         // The cache holds each object as the JSON a plugin is given (`watch::object`).
-        let req = wit::Request {
+        let req = Request {
             primary: cached.json().to_string(),
             owned: seen.objects().map(|(_, o)| o.json().to_string()).collect(),
         };
@@ -156,37 +166,20 @@ impl Inner {
             Ok(o) => o,
             Err(r) => return self.rejected(&primary, name, r).await,
         };
-        let (apply_ns, observed_apply, delete_ns, observed_delete) =
-            match self.fence(&primary, &plugin.info, &outcome, &uid, &seen).await {
-                Ok(v) => v,
-                Err(Ok(r)) => return self.rejected(&primary, name, r).await,
-                Err(Err(e)) => return self.write_failed(&primary, name, "get", e).await,
-            };
-
-        // Writes: intents, then deletions, then the status (as sample-controller: status last).
-        let owner = OwnerReference {
-            api_version: self.primary.resolved.resource.api_version.clone(),
-            kind: self.primary.resolved.resource.kind.clone(),
-            name: key.name.clone(),
-            uid: uid.clone(),
-            controller: Some(true),
-            block_owner_deletion: Some(true),
+        let fenced = match self.fence(&primary, &plugin, &outcome, &uid, &seen).await {
+            Ok(v) => v,
+            Err(Ok(r)) => return self.rejected(&primary, name, r).await,
+            Err(Err(e)) => return self.write_failed(&primary, name, "get", e).await,
         };
-        let mut wrote = false;
-        let applies = outcome.apply.iter().zip(&apply_ns).zip(&observed_apply);
-        let deletes = outcome.delete.iter().zip(&delete_ns).zip(&observed_delete);
-        let ops = applies
-            .map(|((i, ns), o)| Op::Apply(i, ns.as_deref(), o.as_ref()))
-            .chain(deletes.map(|((d, ns), o)| Op::Delete(d, ns.as_deref(), o.as_ref())))
-            .chain(outcome.status.iter().map(Op::Status));
-        for op in ops {
-            let Some((kind, verb, what, r)) = self.write(op, &primary, &owner).await else {
-                continue;
-            };
-            match self.count_write(&primary, name, &kind, verb, || what, r).await {
-                Ok(w) => wrote |= w,
-                Err(next) => return next,
-            }
+        // A finalizing plugin's finalizer is on the primary before anything is written for it
+        // (and one left by an earlier, finalizing version is taken off).
+        let mut wrote = match self.keep_finalizer(&primary, &plugin).await {
+            Ok(w) => w,
+            Err(next) => return next,
+        };
+        match self.write_all(&primary, &plugin, &owner, &outcome, &fenced).await {
+            Ok(w) => wrote |= w,
+            Err(next) => return next,
         }
         self.report(&primary, &outcome.events, wrote).await;
         m.result(name, "success");
@@ -204,18 +197,15 @@ impl Inner {
 
     /// Runs the write fence. Objects the cache has not seen are read from the API server first,
     /// so a lagging cache can never make the fence allow a write over someone else's object.
-    #[allow(clippy::type_complexity)]
-    async fn fence(
+    pub(super) async fn fence(
         &self,
         primary: &DynamicObject,
-        info: &crate::plugin::PluginInfo,
+        plugin: &LoadedPlugin,
         outcome: &Outcome,
         uid: &str,
         seen: &Seen<'_>,
-    ) -> Result<
-        (Vec<Option<String>>, Vec<Option<DynamicObject>>, Vec<Option<String>>, Vec<Option<DynamicObject>>),
-        Result<Rejection, kube::Error>,
-    > {
+    ) -> Result<Fenced, Result<Rejection, kube::Error>> {
+        let info = &plugin.info;
         let caches = &self.caches;
         let namespaced = |g: &crate::kinds::Gvk| caches.kind(g).map(|k| k.resolved.namespaced).unwrap_or(true);
         let observed = |g: &crate::kinds::Gvk, ns: Option<&str>, n: &str| {
@@ -225,6 +215,7 @@ impl Inner {
             info,
             primary_namespace: primary.metadata.namespace.as_deref(),
             primary_uid: uid,
+            granted: &plugin.grants.namespaces,
             namespaced: &namespaced,
             observed: &observed,
         };
@@ -244,12 +235,15 @@ impl Inner {
                     let live = self.applier.get_live(&kind.resolved, ns.as_deref(), &intent.name).await.map_err(Err)?;
                     if let Some(l) = &live {
                         let v = serde_json::to_value(l).unwrap_or_default();
-                        if controller_uid(&v) != Some(uid) {
+                        if !tracking::belongs(&v, uid, &info.name) {
                             return Err(Ok(Rejection {
                                 reason: RejectReason::NotControlled,
                                 message: format!(
-                                    "apply {} {:?} exists and is not controlled by this {}",
-                                    intent.gvk.kind, intent.name, self.primary.resolved.gvk.kind
+                                    "apply {} {:?} exists and is {}, not this {}'s",
+                                    intent.gvk.kind,
+                                    intent.name,
+                                    tracking::describe(&v),
+                                    self.primary.resolved.gvk.kind
                                 ),
                             }));
                         }
@@ -268,7 +262,7 @@ impl Inner {
                 seen.as_seen(&d.gvk, ns.as_deref(), &d.name, cached)
             })
             .collect();
-        Ok((apply_ns, observed_apply, delete_ns, observed_delete))
+        Ok(Fenced { apply_ns, observed_apply, delete_ns, observed_delete })
     }
 
     async fn rejected(&self, primary: &DynamicObject, plugin: &str, r: Rejection) -> Next {

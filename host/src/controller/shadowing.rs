@@ -3,7 +3,7 @@
 
 use super::reads::RecordingCache;
 use super::Inner;
-use crate::plugin::{wit, CallError, CallSpec, LoadedPlugin, RawResult};
+use crate::plugin::{CallError, CallSpec, LoadedPlugin, RawResult, Request};
 use crate::shadow::record::Recording;
 use crate::shadow::{self, Pending};
 use crate::telemetry::Metrics;
@@ -14,7 +14,7 @@ use std::time::SystemTime;
 /// What the call's watchers need once it returns.
 pub(super) struct Watch {
     candidate: Option<Pending>,
-    recorded: Option<(wit::Request, SystemTime)>,
+    recorded: Option<(Request, SystemTime)>,
 }
 
 impl Inner {
@@ -23,7 +23,7 @@ impl Inner {
     pub(super) fn watch_call(
         &self,
         plugin: &LoadedPlugin,
-        req: &wit::Request,
+        req: &Request,
         spec: &CallSpec,
         ns: Option<String>,
     ) -> Option<Watch> {

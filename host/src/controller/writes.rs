@@ -1,10 +1,11 @@
 //! The writes of one reconcile: each applied, deleted or status write sent and counted, and what
 //! a refused one means for the queue (a Warning event, a retry, or both).
 
-use super::reconcile::{warning, Next};
+use super::reconcile::{warning, Fenced, Next};
 use super::Inner;
-use crate::apply::{Applier, Write};
-use crate::outcome;
+use crate::apply::{Applier, Belonging, Write};
+use crate::outcome::{self, tracking::Owner, Outcome};
+use crate::plugin::LoadedPlugin;
 use crate::report::REASON_WRITE_FAILED;
 use crate::telemetry::Metrics;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
@@ -19,13 +20,52 @@ pub(super) enum Op<'a> {
 }
 
 impl Inner {
+    /// Sends a fenced outcome's writes in order: intents, then deletions, then the status (as
+    /// sample-controller: status last). Whether anything was written, or what comes next when a
+    /// write failed (the rest are not sent).
+    pub(super) async fn write_all(
+        &self,
+        primary: &DynamicObject,
+        plugin: &LoadedPlugin,
+        owner: &Owner<'_>,
+        outcome: &Outcome,
+        f: &Fenced,
+    ) -> Result<bool, Next> {
+        let reference = OwnerReference {
+            api_version: self.primary.resolved.resource.api_version.clone(),
+            kind: self.primary.resolved.resource.kind.clone(),
+            name: owner.name.to_string(),
+            uid: owner.uid.to_string(),
+            controller: Some(true),
+            block_owner_deletion: Some(true),
+        };
+        let applies = outcome.apply.iter().zip(&f.apply_ns).zip(&f.observed_apply);
+        let deletes = outcome.delete.iter().zip(&f.delete_ns).zip(&f.observed_delete);
+        let ops = applies
+            .map(|((i, ns), o)| Op::Apply(i, ns.as_deref(), o.as_ref()))
+            .chain(deletes.map(|((d, ns), o)| Op::Delete(d, ns.as_deref(), o.as_ref())))
+            .chain(outcome.status.iter().map(Op::Status));
+        let mut wrote = false;
+        for op in ops {
+            let belonging = match &op {
+                Op::Apply(i, ..) if plugin.info.owns_across(&i.gvk) => Belonging::Labels(owner),
+                _ => Belonging::Reference(&reference),
+            };
+            let Some((kind, verb, what, r)) = self.write(op, primary, &belonging).await else {
+                continue;
+            };
+            wrote |= self.count_write(primary, &plugin.info.name, &kind, verb, || what, r).await?;
+        }
+        Ok(wrote)
+    }
+
     /// Sends one write of an outcome: its kind, verb, description and result (`None` for a kind
     /// the controller does not watch, which the fence has already refused).
     pub(super) async fn write(
         &self,
         op: Op<'_>,
         primary: &DynamicObject,
-        owner: &OwnerReference,
+        owner: &Belonging<'_>,
     ) -> Option<(String, &'static str, String, Result<Write, kube::Error>)> {
         Some(match op {
             Op::Apply(intent, ns, observed) => {

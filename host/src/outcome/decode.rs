@@ -1,6 +1,9 @@
 //! WIT outcome → typed outcome: JSON parsing, required fields, size and count caps.
 
-use super::{reject, EventSpec, Intent, ObjRef, Outcome, PluginFailure, RejectReason, Rejection, Severity};
+use super::{
+    reject, tracking, EventSpec, FinalizeOutcome, Intent, ObjRef, Outcome, PluginFailure, RejectReason, Rejection,
+    Severity,
+};
 use crate::kinds::Gvk;
 use crate::plugin::wit;
 use serde_json::Value;
@@ -75,9 +78,42 @@ pub fn decode(raw: wit::Outcome, limits: &OutcomeLimits) -> Result<Outcome, Reje
         }
         apply.push(intent);
     }
-    let delete = raw
-        .delete
-        .into_iter()
+    let delete = decode_deletes(raw.delete)?;
+    let status = decode_status(raw.status)?;
+    let events = decode_events(raw.events, limits)?;
+    let requeue_after = raw.requeue_after_ms.map(|ms| Duration::from_millis(ms).clamp(MIN_REQUEUE, limits.max_requeue));
+    Ok(Outcome { apply, delete, status, events, requeue_after })
+}
+
+/// How long a `finalize` that is not done waits before it is called again, unless it says.
+pub const FINALIZE_REQUEUE: Duration = Duration::from_secs(5);
+
+/// Decodes and sanity-checks what `finalize` returned.
+pub fn decode_finalize(raw: wit::FinalizeOutcome, limits: &OutcomeLimits) -> Result<FinalizeOutcome, Rejection> {
+    if raw.delete.len() > limits.max_objects {
+        return Err(reject(
+            RejectReason::TooLarge,
+            format!("finalize deletes {} objects; the limit is {}", raw.delete.len(), limits.max_objects),
+        ));
+    }
+    if raw.status.as_ref().is_some_and(|s| s.len() > limits.max_object_bytes) {
+        return Err(reject(RejectReason::TooLarge, format!("status is over {} bytes", limits.max_object_bytes)));
+    }
+    let requeue_after = match raw.requeue_after_ms {
+        Some(ms) => Duration::from_millis(ms).clamp(MIN_REQUEUE, limits.max_requeue),
+        None => FINALIZE_REQUEUE,
+    };
+    Ok(FinalizeOutcome {
+        delete: decode_deletes(raw.delete)?,
+        status: decode_status(raw.status)?,
+        events: decode_events(raw.events, limits)?,
+        done: raw.done,
+        requeue_after,
+    })
+}
+
+fn decode_deletes(raw: Vec<wit::ObjectRef>) -> Result<Vec<ObjRef>, Rejection> {
+    raw.into_iter()
         .enumerate()
         .map(|(i, r)| {
             let gvk = Gvk::new(&r.gvk.group, &r.gvk.version, &r.gvk.kind);
@@ -92,23 +128,18 @@ pub fn decode(raw: wit::Outcome, limits: &OutcomeLimits) -> Result<Outcome, Reje
                 name: r.name,
             })
         })
-        .collect::<Result<Vec<_>, _>>()?;
-    let status = match raw.status {
-        None => None,
+        .collect()
+}
+
+fn decode_status(raw: Option<String>) -> Result<Option<Value>, Rejection> {
+    match raw {
+        None => Ok(None),
         Some(text) => match serde_json::from_str::<Value>(&text) {
-            Ok(v @ Value::Object(_)) => Some(v),
-            Ok(_) => {
-                return Err(reject(
-                    RejectReason::Malformed,
-                    "status must be a JSON object (the value of the status field)",
-                ))
-            }
-            Err(e) => return Err(reject(RejectReason::Malformed, format!("status is not valid JSON: {e}"))),
+            Ok(v @ Value::Object(_)) => Ok(Some(v)),
+            Ok(_) => Err(reject(RejectReason::Malformed, "status must be a JSON object (the value of the status field)")),
+            Err(e) => Err(reject(RejectReason::Malformed, format!("status is not valid JSON: {e}"))),
         },
-    };
-    let events = decode_events(raw.events, limits)?;
-    let requeue_after = raw.requeue_after_ms.map(|ms| Duration::from_millis(ms).clamp(MIN_REQUEUE, limits.max_requeue));
-    Ok(Outcome { apply, delete, status, events, requeue_after })
+    }
 }
 
 fn decode_intent(i: usize, text: &str) -> Result<Intent, Rejection> {
@@ -137,6 +168,18 @@ fn decode_intent(i: usize, text: &str) -> Result<Intent, Rejection> {
         return Err(reject(
             RejectReason::Forbidden,
             format!("apply[{i}] ({kind} {name:?}) sets metadata.ownerReferences; the host sets the controller reference itself"),
+        ));
+    }
+    if meta.is_some_and(|m| m.contains_key("finalizers")) {
+        return Err(reject(
+            RejectReason::Forbidden,
+            format!("apply[{i}] ({kind} {name:?}) sets metadata.finalizers; a plugin that cleans up declares `finalizes` and the host manages its finalizer"),
+        ));
+    }
+    if let Some(key) = meta.and_then(tracking::host_key) {
+        return Err(reject(
+            RejectReason::Forbidden,
+            format!("apply[{i}] ({kind} {name:?}) sets metadata.{key}; keys under kwop.dev/ are set by the host"),
         ));
     }
     for f in ["uid", "resourceVersion", "managedFields", "deletionTimestamp"] {

@@ -4,13 +4,19 @@
 //! - apply and delete only kinds listed in `owns`;
 //! - a namespaced primary writes only in its own namespace (a missing namespace means its own);
 //!   a cluster-scoped kind cannot be owned by a namespaced primary (the API has no such owner
-//!   reference);
-//! - an existing object is written or deleted only if its controller owner reference is this
-//!   primary (by UID). No adoption of unowned objects, never anything controlled by another owner.
+//!   reference) — except for kinds owned across namespaces, tracked by labels;
+//! - a kind owned across namespaces is written in any namespace the grants allow (a missing
+//!   namespace means the primary's), or cluster-scoped;
+//! - nothing is written in a namespace outside the plugin's granted namespaces (a listed grant);
+//! - an existing object is written or deleted only if it belongs to this primary: its controller
+//!   owner reference is the primary (by UID), or it carries the host's tracking labels for the
+//!   primary and this plugin (`tracking`). No adoption of unowned objects, never anything that
+//!   belongs to another owner.
 
-use super::{reject, Outcome, RejectReason, Rejection};
+use super::{reject, tracking, Outcome, RejectReason, Rejection};
 use crate::kinds::Gvk;
 use crate::plugin::PluginInfo;
+use crate::source::grants::Namespaces as Granted;
 use serde_json::Value;
 
 /// Looks up the observed object (kind, namespace, name), if it exists.
@@ -33,6 +39,8 @@ pub struct FenceContext<'a> {
     pub primary_namespace: Option<&'a str>,
     /// The primary's UID.
     pub primary_uid: &'a str,
+    /// Where the plugin is granted to act.
+    pub granted: &'a Granted,
     /// Whether a kind is namespaced.
     pub namespaced: &'a (dyn Fn(&Gvk) -> bool + Sync),
     /// The observed object, if it exists (kind, namespace, name).
@@ -49,18 +57,6 @@ pub fn controller_uid(obj: &Value) -> Option<&str> {
         .as_str()
 }
 
-fn controller_desc(obj: &Value) -> String {
-    let refs = obj.pointer("/metadata/ownerReferences").and_then(Value::as_array);
-    match refs.into_iter().flatten().find(|r| r.get("controller").and_then(Value::as_bool) == Some(true)) {
-        Some(r) => format!(
-            "controlled by {} {:?}",
-            r.get("kind").and_then(Value::as_str).unwrap_or("?"),
-            r.get("name").and_then(Value::as_str).unwrap_or("?")
-        ),
-        None => "not controlled by anyone (kwop does not adopt objects)".into(),
-    }
-}
-
 /// Resolves the namespace an object of `gvk` will be written to, or refuses.
 pub fn resolve_namespace(
     ctx: &FenceContext<'_>,
@@ -68,7 +64,31 @@ pub fn resolve_namespace(
     given: Option<&str>,
     what: &str,
 ) -> Result<Option<String>, Rejection> {
+    let ns = place(ctx, gvk, given, what)?;
+    match &ns {
+        Some(n) if !ctx.granted.writes_in(n) => Err(reject(
+            RejectReason::WrongNamespace,
+            format!("{what}: namespace {n:?} is not among the namespaces the plugin is granted"),
+        )),
+        _ => Ok(ns),
+    }
+}
+
+fn place(ctx: &FenceContext<'_>, gvk: &Gvk, given: Option<&str>, what: &str) -> Result<Option<String>, Rejection> {
     let namespaced = (ctx.namespaced)(gvk);
+    if ctx.info.owns_across(gvk) {
+        return match (namespaced, given, ctx.primary_namespace) {
+            (true, Some(n), _) | (true, None, Some(n)) => Ok(Some(n.to_string())),
+            (true, None, None) => {
+                Err(reject(RejectReason::WrongNamespace, format!("{what}: a namespaced kind needs metadata.namespace")))
+            }
+            (false, None, _) => Ok(None),
+            (false, Some(_), _) => Err(reject(
+                RejectReason::WrongNamespace,
+                format!("{what}: {gvk} is cluster-scoped; remove the namespace"),
+            )),
+        };
+    }
     match (ctx.primary_namespace, namespaced, given) {
         (Some(_), false, _) => Err(reject(
             RejectReason::WrongNamespace,
@@ -78,7 +98,10 @@ pub fn resolve_namespace(
         (Some(p), true, Some(n)) if n == p => Ok(Some(p.to_string())),
         (Some(p), true, Some(n)) => Err(reject(
             RejectReason::WrongNamespace,
-            format!("{what}: namespace {n:?} is outside the primary's namespace {p:?}"),
+            format!(
+                "{what}: namespace {n:?} is outside the primary's namespace {p:?} (a kind owned across namespaces may be \
+                 elsewhere; this one is not)"
+            ),
         )),
         (None, true, Some(n)) => Ok(Some(n.to_string())),
         (None, true, None) => {
@@ -112,10 +135,10 @@ pub fn fence(outcome: &Outcome, ctx: &FenceContext<'_>) -> Result<Namespaces, Re
         check_kind(ctx, &intent.gvk, &what)?;
         let ns = resolve_namespace(ctx, &intent.gvk, intent.namespace.as_deref(), &what)?;
         if let Some(obj) = (ctx.observed)(&intent.gvk, ns.as_deref(), &intent.name) {
-            if controller_uid(&obj) != Some(ctx.primary_uid) {
+            if !tracking::belongs(&obj, ctx.primary_uid, &ctx.info.name) {
                 return Err(reject(
                     RejectReason::NotControlled,
-                    format!("{what} exists and is {}", controller_desc(&obj)),
+                    format!("{what} exists and is {}", tracking::describe(&obj)),
                 ));
             }
         }
@@ -127,10 +150,13 @@ pub fn fence(outcome: &Outcome, ctx: &FenceContext<'_>) -> Result<Namespaces, Re
         check_kind(ctx, &d.gvk, &what)?;
         let ns = resolve_namespace(ctx, &d.gvk, d.namespace.as_deref(), &what)?;
         if let Some(obj) = (ctx.observed)(&d.gvk, ns.as_deref(), &d.name) {
-            if controller_uid(&obj) != Some(ctx.primary_uid) {
+            if !tracking::belongs(&obj, ctx.primary_uid, &ctx.info.name) {
                 return Err(reject(
                     RejectReason::NotControlled,
-                    format!("{what} is {}; only objects this primary controls can be deleted", controller_desc(&obj)),
+                    format!(
+                        "{what} is {}; only objects that belong to this primary can be deleted",
+                        tracking::describe(&obj)
+                    ),
                 ));
             }
         }

@@ -6,13 +6,14 @@
 
 pub mod decode;
 pub mod fence;
+pub mod tracking;
 
 use crate::kinds::Gvk;
 use serde::Serialize;
 use serde_json::Value;
 use std::time::Duration;
 
-pub use decode::{decode, decode_failure, OutcomeLimits};
+pub use decode::{decode, decode_failure, decode_finalize, OutcomeLimits};
 pub use fence::{fence, FenceContext};
 
 /// Event severity.
@@ -80,6 +81,45 @@ pub struct Outcome {
     pub events: Vec<EventSpec>,
     /// Requeue hint.
     pub requeue_after: Option<Duration>,
+}
+
+/// What `finalize` decided for a primary being deleted.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct FinalizeOutcome {
+    /// Deletions.
+    pub delete: Vec<ObjRef>,
+    /// The primary's desired status.
+    pub status: Option<Value>,
+    /// Events.
+    pub events: Vec<EventSpec>,
+    /// The cleanup is complete once the deletions are made.
+    pub done: bool,
+    /// When not done: call again after this long.
+    pub requeue_after: Duration,
+}
+
+impl FinalizeOutcome {
+    /// The JSON form printed by `kwop plugin reconcile` for a primary being deleted.
+    pub fn to_json(&self) -> Value {
+        serde_json::json!({
+            "delete": self.delete,
+            "status": self.status,
+            "events": self.events,
+            "done": self.done,
+            "requeueAfterMs": (!self.done).then(|| self.requeue_after.as_millis() as u64),
+        })
+    }
+
+    /// The same deletions, status and events as an ordinary outcome (for the write fence).
+    pub fn as_outcome(&self) -> Outcome {
+        Outcome {
+            apply: Vec::new(),
+            delete: self.delete.clone(),
+            status: self.status.clone(),
+            events: self.events.clone(),
+            requeue_after: None,
+        }
+    }
 }
 
 /// A plugin's reported failure.

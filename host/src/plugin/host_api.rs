@@ -1,16 +1,65 @@
-//! Host side of the plugin's imports: cache reads (declared kinds only) and logging.
+//! Host side of the plugin's imports: cache reads (declared kinds only) and logging, for every
+//! contract version the host serves (0.1 and 0.2 import the same functions).
 
-use super::bindings::kwop::reconciler::{cache, log, types};
+use super::bindings::{v01, v02};
 use super::guest_error::TARGET;
 use super::sandbox::HostState;
 use crate::kinds::Gvk;
 use crate::watch::selector::Selector;
 
-impl types::Host for HostState {}
-
-fn gvk(k: &types::Gvk) -> Gvk {
-    Gvk::new(&k.group, &k.version, &k.kind)
+/// Log levels, whichever version's enum they came as.
+#[derive(Clone, Copy)]
+enum Level {
+    Trace,
+    Debug,
+    Info,
+    Warn,
+    Error,
 }
+
+/// The imports of both versions, each a thin call of [`HostState`]'s own.
+macro_rules! imports_of {
+    ($v:ident) => {
+        impl $v::kwop::reconciler::types::Host for HostState {}
+
+        impl $v::kwop::reconciler::cache::Host for HostState {
+            fn get(
+                &mut self,
+                kind: $v::kwop::reconciler::types::Gvk,
+                namespace: Option<String>,
+                name: String,
+            ) -> Option<String> {
+                self.cache_get(Gvk::new(&kind.group, &kind.version, &kind.kind), namespace, name)
+            }
+
+            fn query(
+                &mut self,
+                kind: $v::kwop::reconciler::types::Gvk,
+                namespace: Option<String>,
+                label_selector: Option<String>,
+            ) -> wasmtime::Result<Vec<String>> {
+                self.cache_query(Gvk::new(&kind.group, &kind.version, &kind.kind), namespace, label_selector)
+            }
+        }
+
+        impl $v::kwop::reconciler::log::Host for HostState {
+            fn log(&mut self, level: $v::kwop::reconciler::log::Level, message: String) {
+                use $v::kwop::reconciler::log::Level as L;
+                let level = match level {
+                    L::Trace => Level::Trace,
+                    L::Debug => Level::Debug,
+                    L::Info => Level::Info,
+                    L::Warn => Level::Warn,
+                    L::Error => Level::Error,
+                };
+                self.log_line(level, message)
+            }
+        }
+    };
+}
+
+imports_of!(v01);
+imports_of!(v02);
 
 impl HostState {
     fn charge_read(&mut self, found: Vec<String>) -> wasmtime::Result<Vec<String>> {
@@ -35,9 +84,8 @@ impl HostState {
     }
 }
 
-impl cache::Host for HostState {
-    fn get(&mut self, kind: types::Gvk, namespace: Option<String>, name: String) -> Option<String> {
-        let kind = gvk(&kind);
+impl HostState {
+    fn cache_get(&mut self, kind: Gvk, namespace: Option<String>, name: String) -> Option<String> {
         if !self.may_read(&kind) {
             return None;
         }
@@ -48,13 +96,12 @@ impl cache::Host for HostState {
         found
     }
 
-    fn query(
+    fn cache_query(
         &mut self,
-        kind: types::Gvk,
+        kind: Gvk,
         namespace: Option<String>,
         label_selector: Option<String>,
     ) -> wasmtime::Result<Vec<String>> {
-        let kind = gvk(&kind);
         if !self.may_read(&kind) {
             return Ok(Vec::new());
         }
@@ -71,10 +118,8 @@ impl cache::Host for HostState {
         let found = self.cache.query(&kind, namespace.as_deref().filter(|n| !n.is_empty()), &selector, max);
         self.charge_read(found.map_err(|e| self.over_read(e))?)
     }
-}
 
-impl log::Host for HostState {
-    fn log(&mut self, level: log::Level, message: String) {
+    fn log_line(&mut self, level: Level, message: String) {
         if self.log_budget == 0 {
             self.logs_dropped += 1;
             return;
@@ -84,11 +129,11 @@ impl log::Host for HostState {
         // Plugin text is data, not a format string; cap it so one call cannot flood the log.
         let m: String = message.chars().take(4096).collect();
         match level {
-            log::Level::Trace => tracing::trace!(target: TARGET, plugin = p, object = %o, "{m}"),
-            log::Level::Debug => tracing::debug!(target: TARGET, plugin = p, object = %o, "{m}"),
-            log::Level::Info => tracing::info!(target: TARGET, plugin = p, object = %o, "{m}"),
-            log::Level::Warn => tracing::warn!(target: TARGET, plugin = p, object = %o, "{m}"),
-            log::Level::Error => tracing::error!(target: TARGET, plugin = p, object = %o, "{m}"),
+            Level::Trace => tracing::trace!(target: TARGET, plugin = p, object = %o, "{m}"),
+            Level::Debug => tracing::debug!(target: TARGET, plugin = p, object = %o, "{m}"),
+            Level::Info => tracing::info!(target: TARGET, plugin = p, object = %o, "{m}"),
+            Level::Warn => tracing::warn!(target: TARGET, plugin = p, object = %o, "{m}"),
+            Level::Error => tracing::error!(target: TARGET, plugin = p, object = %o, "{m}"),
         }
     }
 }

@@ -15,8 +15,14 @@ pub struct PluginInfo {
     pub primary: Gvk,
     /// Kinds created and controlled.
     pub owns: Vec<Gvk>,
+    /// Of `owns`, the kinds whose objects may live outside the primary's namespace (tracked by
+    /// labels, not owner references; see `wit/v0.2/reconciler.wit`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub across: Vec<Gvk>,
     /// Kinds only read.
     pub reads: Vec<Gvk>,
+    /// The host adds the finalizer `kwop.dev/<name>` and calls `finalize` on deletion.
+    pub finalizes: bool,
 }
 
 /// Every plugin's field manager starts so (the cache keeps these managers' status entries).
@@ -26,12 +32,15 @@ impl PluginInfo {
     /// Converts and validates what `info()` returned.
     pub fn from_wit(w: wit::PluginInfo) -> Result<Self, String> {
         let conv = |g: wit::Gvk| Gvk { group: g.group, version: g.version, kind: g.kind };
+        let across = w.owns.iter().filter(|o| o.across_namespaces).map(|o| conv(o.kind.clone())).collect();
         let info = PluginInfo {
             name: w.name,
             version: w.version,
             primary: conv(w.primary),
-            owns: w.owns.into_iter().map(conv).collect(),
+            owns: w.owns.into_iter().map(|o| conv(o.kind)).collect(),
+            across,
             reads: w.reads.into_iter().map(conv).collect(),
+            finalizes: w.finalizes,
         };
         info.validate()?;
         Ok(info)
@@ -60,6 +69,12 @@ impl PluginInfo {
         if self.owns.len() + self.reads.len() > 32 {
             return Err("more than 32 owned and read kinds".into());
         }
+        if let Some(g) = self.across.first().filter(|_| !self.finalizes) {
+            return Err(format!(
+                "kind {g} is owned across namespaces but the plugin does not finalize: nothing would delete its \
+                 objects when a primary goes (set finalizes and delete them in finalize)"
+            ));
+        }
         Ok(())
     }
 
@@ -75,7 +90,17 @@ impl PluginInfo {
 
     /// Whether watches must be rebuilt to go from `self` to `next`.
     pub fn same_kinds(&self, next: &PluginInfo) -> bool {
-        self.primary == next.primary && self.owns == next.owns && self.reads == next.reads
+        self.primary == next.primary && self.owns == next.owns && self.reads == next.reads && self.across == next.across
+    }
+
+    /// Whether objects of `gvk` are tracked by labels (owned across namespaces).
+    pub fn owns_across(&self, gvk: &Gvk) -> bool {
+        self.across.contains(gvk)
+    }
+
+    /// The finalizer the host puts on this plugin's primaries when it finalizes.
+    pub fn finalizer(&self) -> String {
+        format!("{}{}", crate::finalize::FINALIZER_PREFIX, self.name)
     }
 }
 
@@ -101,8 +126,9 @@ mod tests {
             name: name.into(),
             version: "1".into(),
             primary: wgvk("example.com", "v1", "Foo"),
-            owns,
+            owns: owns.into_iter().map(|kind| wit::OwnedKind { kind, across_namespaces: false }).collect(),
             reads: vec![],
+            finalizes: false,
         }
     }
 
@@ -121,5 +147,17 @@ mod tests {
         assert!(PluginInfo::from_wit(info("foo", vec![wgvk("example.com", "v1", "Foo")])).is_err());
         let twice = vec![wgvk("apps", "v1", "Deployment"), wgvk("apps", "v1beta1", "Deployment")];
         assert!(PluginInfo::from_wit(info("foo", twice)).is_err());
+    }
+
+    #[test]
+    fn a_kind_owned_across_namespaces_needs_a_finalizer() {
+        let mut w = info("sync", vec![wgvk("", "v1", "ConfigMap")]);
+        w.owns[0].across_namespaces = true;
+        let e = PluginInfo::from_wit(w.clone()).expect_err("no finalize");
+        assert!(e.contains("v1/ConfigMap is owned across namespaces"), "{e}");
+        w.finalizes = true;
+        let i = PluginInfo::from_wit(w).expect("finalizes");
+        assert!(i.owns_across(&Gvk::new("", "v1", "ConfigMap")));
+        assert_eq!(i.finalizer(), "kwop.dev/sync");
     }
 }

@@ -4,16 +4,18 @@ use super::call;
 use super::engine::PluginEngine;
 use super::info::PluginInfo;
 use super::limits::{LimitSet, Limits};
+use super::bindings::{self, v01, v02};
+use super::compile::compile;
 use super::sandbox::{self, CallContext, CallError, HostState, RawResult};
 use super::wasi::Determinism;
-use super::wit;
+use super::world::{Export, Pre, Raw, RawFinalize, Request, World};
 use crate::kinds::Gvk;
 use sha2::{Digest, Sha256};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
-use wasmtime::component::{Component, HasSelf, Linker};
+use wasmtime::component::{HasSelf, Linker};
 
 /// Why a plugin file was not accepted.
 #[derive(Debug, thiserror::Error)]
@@ -34,8 +36,8 @@ pub enum LoadError {
     /// than the pool's slots, more memories than an instance may have).
     #[error("component exceeds the host's sandbox limits: {0}")]
     OverLimits(String),
-    /// A component, but not of the `kwop:reconciler@0.1.x` world.
-    #[error("component does not implement the kwop:reconciler@0.1.0 world: {0}")]
+    /// A component, but not of the `kwop:reconciler@0.1.x` or `@0.2.x` world.
+    #[error("component does not implement the kwop:reconciler world (0.2.x or 0.1.x): {0}")]
     WrongWorld(String),
     /// `info()` trapped, looped or ran out of memory.
     #[error("info() failed: {0}")]
@@ -77,7 +79,7 @@ pub struct LoadedPlugin {
     /// A candidate run in shadow beside it (`ReconcilerPlugin.spec.candidate`).
     pub shadow: Option<Arc<crate::shadow::Candidate>>,
     engine: Arc<PluginEngine>,
-    pre: wit::ReconcilerPre<HostState>,
+    pub(crate) pre: Pre,
     readable: Arc<HashSet<Gvk>>,
     name: Arc<str>,
 }
@@ -87,7 +89,7 @@ pub struct Compiled {
     sha256: String,
     source: PathBuf,
     from_cache: bool,
-    pre: wit::ReconcilerPre<HostState>,
+    pre: Pre,
 }
 
 impl std::fmt::Debug for LoadedPlugin {
@@ -170,12 +172,23 @@ impl LoadedPlugin {
         let sha256 = sha256_hex(bytes);
         let (component, from_cache) = compile(engine, bytes, &sha256)?;
         let mut linker: Linker<HostState> = Linker::new(&engine.engine);
-        // Linking the host's own functions into a fresh linker cannot fail (no duplicate names).
-        super::wasi::add_to_linker(&mut linker).map_err(|e| LoadError::WrongWorld(format!("{e:#}")))?;
-        wit::Reconciler::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)
-            .map_err(|e| LoadError::WrongWorld(format!("{e:#}")))?;
-        let instance_pre = linker.instantiate_pre(&component).map_err(|e| LoadError::WrongWorld(format!("{e:#}")))?;
-        let pre = wit::ReconcilerPre::new(instance_pre).map_err(|e| LoadError::WrongWorld(format!("{e:#}")))?;
+        // Linking the host's own functions into a fresh linker cannot fail (no duplicate names:
+        // the two versions' imports are distinct instances).
+        let wrong = |e: wasmtime::Error| LoadError::WrongWorld(format!("{e:#}"));
+        super::wasi::add_to_linker(&mut linker).map_err(wrong)?;
+        v01::Reconciler::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s).map_err(wrong)?;
+        v02::Reconciler::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s).map_err(wrong)?;
+        let instance_pre = linker.instantiate_pre(&component).map_err(wrong)?;
+        // The newest world first; an older one only if the component is not of the newer.
+        let pre = match v02::ReconcilerPre::new(instance_pre.clone()) {
+            Ok(p) => Pre::V02(p),
+            Err(e2) => match v01::ReconcilerPre::new(instance_pre) {
+                Ok(p) => Pre::V01(p),
+                Err(e1) => {
+                    return Err(LoadError::WrongWorld(format!("as 0.2: {e2:#}; as 0.1: {e1:#}")));
+                }
+            },
+        };
         Ok(Compiled { sha256, source: source.to_path_buf(), from_cache, pre })
     }
 
@@ -199,11 +212,18 @@ impl LoadedPlugin {
         let (pre2, deadline) = (pre.clone(), ceiling.deadline);
         let (raw, stats) = call::run(engine, &ceiling, ctx, move |mut store| async move {
             let r = async {
-                let i = pre2
-                    .instantiate_async(&mut store)
-                    .await
-                    .map_err(|e| sandbox::classify(&store, e, deadline, true))?;
-                i.call_info(&mut store).await.map_err(|e| sandbox::classify(&store, e, deadline, false))
+                let fail = |s: &wasmtime::Store<HostState>, e, inst| sandbox::classify(s, e, deadline, inst);
+                match pre2 {
+                    Pre::V02(p) => {
+                        let i = p.instantiate_async(&mut store).await.map_err(|e| fail(&store, e, true))?;
+                        i.call_info(&mut store).await.map_err(|e| fail(&store, e, false))
+                    }
+                    Pre::V01(p) => {
+                        let i = p.instantiate_async(&mut store).await.map_err(|e| fail(&store, e, true))?;
+                        let info = i.call_info(&mut store).await.map_err(|e| fail(&store, e, false))?;
+                        Ok(bindings::info_from_v01(info))
+                    }
+                }
             }
             .await;
             (store, r)
@@ -234,14 +254,65 @@ impl LoadedPlugin {
         })
     }
 
+    pub(crate) fn name_arc(&self) -> Arc<str> {
+        self.name.clone()
+    }
+
+    pub(crate) fn readable_kinds(&self) -> Arc<HashSet<Gvk>> {
+        self.readable.clone()
+    }
+
+    pub(crate) fn engine(&self) -> &Arc<PluginEngine> {
+        &self.engine
+    }
+
+    /// The contract version this component implements.
+    pub fn world(&self) -> World {
+        match self.pre {
+            Pre::V01(_) => World::V01,
+            Pre::V02(_) => World::V02,
+        }
+    }
+
     /// Runs one reconcile in a fresh instance, under this plugin's limits. The future waits for
     /// admission first; the call itself runs on the plugin runtime.
     pub async fn call(
         &self,
-        req: wit::Request,
+        req: Request,
         spec: CallSpec,
         cache: Arc<dyn crate::plugin::CacheView>,
     ) -> Result<RawResult, CallError> {
+        match self.run(Export::Reconcile, req, spec, cache).await? {
+            Raw::Reconcile(r) => Ok(r),
+            Raw::Finalize(_) => Err(CallError::Trap("finalize answered a reconcile".into())),
+        }
+    }
+
+    /// Runs `finalize` for a primary being deleted, as [`LoadedPlugin::call`] runs `reconcile`.
+    /// Only a 0.2 plugin that declared `finalizes` is asked (anything else is an error here).
+    pub async fn finalize(
+        &self,
+        req: Request,
+        spec: CallSpec,
+        cache: Arc<dyn crate::plugin::CacheView>,
+    ) -> Result<RawFinalize, CallError> {
+        if !self.info.finalizes {
+            return Err(CallError::Trap(format!("plugin {} does not finalize", self.info.name)));
+        }
+        match self.run(Export::Finalize, req, spec, cache).await? {
+            Raw::Finalize(r) => Ok(r),
+            Raw::Reconcile(_) => Err(CallError::Trap("reconcile answered a finalize".into())),
+        }
+    }
+
+    async fn run(
+        &self,
+        export: Export,
+        req: Request,
+        spec: CallSpec,
+        cache: Arc<dyn crate::plugin::CacheView>,
+    ) -> Result<Raw, CallError> {
+        let req = req.to_wit(spec.started_at);
         let ctx = CallContext {
             plugin: self.name.clone(),
             object: spec.object,
@@ -253,11 +324,29 @@ impl LoadedPlugin {
         let (pre, deadline) = (self.pre.clone(), self.limits.deadline);
         let (r, _) = call::run(&self.engine, &self.limits, ctx, move |mut store| async move {
             let r = async {
-                let i = pre
-                    .instantiate_async(&mut store)
-                    .await
-                    .map_err(|e| sandbox::classify(&store, e, deadline, true))?;
-                i.call_reconcile(&mut store, &req).await.map_err(|e| sandbox::classify(&store, e, deadline, false))
+                let fail = |s: &wasmtime::Store<HostState>, e, inst| sandbox::classify(s, e, deadline, inst);
+                match (pre, export) {
+                    (Pre::V02(p), export) => {
+                        let i = p.instantiate_async(&mut store).await.map_err(|e| fail(&store, e, true))?;
+                        match export {
+                            Export::Reconcile => {
+                                i.call_reconcile(&mut store, &req).await.map(Raw::Reconcile).map_err(|e| fail(&store, e, false))
+                            }
+                            Export::Finalize => {
+                                i.call_finalize(&mut store, &req).await.map(Raw::Finalize).map_err(|e| fail(&store, e, false))
+                            }
+                        }
+                    }
+                    (Pre::V01(p), Export::Reconcile) => {
+                        let i = p.instantiate_async(&mut store).await.map_err(|e| fail(&store, e, true))?;
+                        let old = bindings::request_to_v01(&req);
+                        let r = i.call_reconcile(&mut store, &old).await.map_err(|e| fail(&store, e, false))?;
+                        Ok(Raw::Reconcile(bindings::result_from_v01(r)))
+                    }
+                    (Pre::V01(_), Export::Finalize) => {
+                        Err(CallError::Trap("a kwop:reconciler@0.1 plugin has no finalize".into()))
+                    }
+                }
             }
             .await;
             (store, r)
@@ -270,7 +359,7 @@ impl LoadedPlugin {
     /// resourceVersion from the primary. Not from a plugin-runtime thread or an async context.
     pub fn reconcile(
         &self,
-        req: &wit::Request,
+        req: &Request,
         object: String,
         cache: Arc<dyn crate::plugin::CacheView>,
     ) -> Result<RawResult, CallError> {
@@ -280,129 +369,20 @@ impl LoadedPlugin {
     /// [`LoadedPlugin::reconcile`] with a given call spec (a replay's recorded clock).
     pub fn reconcile_with(
         &self,
-        req: &wit::Request,
+        req: &Request,
         spec: CallSpec,
         cache: Arc<dyn crate::plugin::CacheView>,
     ) -> Result<RawResult, CallError> {
         self.engine.block_on(self.call(req.clone(), spec, cache))
     }
 
-    /// An instance kept for several calls (see [`Session`]).
-    pub fn session(&self) -> Result<Session<'_>, CallError> {
-        let ctx = CallContext {
-            plugin: self.name.clone(),
-            object: "-".into(),
-            cache: Arc::new(super::StaticCache::default()),
-            readable: self.readable.clone(),
-            determinism: Determinism::new(&self.sha256, "", "", SystemTime::now()),
-            clock_read: None,
-        };
-        let deadline = self.limits.deadline;
-        let mut store = sandbox::new_store(&self.engine, &self.limits, ctx);
-        let instance = self
-            .engine
-            .block_on(self.pre.instantiate_async(&mut store))
-            .map_err(|e| sandbox::classify(&store, e, deadline, true))?;
-        Ok(Session { plugin: self, store, instance, poisoned: false })
-    }
-}
-
-/// One instance reused across calls: no instantiation cost, but guest memory (globals, heap)
-/// carries over from call to call. The host does not use it for reconciles — a fresh instance per
-/// reconcile is the isolation guarantee — it exists to measure what reuse would save (see
-/// BENCHMARKS.md). It runs on the calling thread, outside the engine's admission. After a trap
-/// the instance is poisoned and refuses further calls.
-pub struct Session<'a> {
-    plugin: &'a LoadedPlugin,
-    store: wasmtime::Store<HostState>,
-    instance: wit::Reconciler,
-    poisoned: bool,
-}
-
-impl Session<'_> {
-    /// One reconcile in the kept instance, with a fresh deadline.
-    pub fn reconcile(
-        &mut self,
-        req: &wit::Request,
+    /// [`LoadedPlugin::finalize`], blocking (for the offline tools), as [`LoadedPlugin::reconcile_with`].
+    pub fn finalize_with(
+        &self,
+        req: &Request,
+        spec: CallSpec,
         cache: Arc<dyn crate::plugin::CacheView>,
-    ) -> Result<RawResult, CallError> {
-        if self.poisoned {
-            return Err(CallError::Trap("instance is poisoned by an earlier trap".into()));
-        }
-        let deadline = self.plugin.limits.deadline;
-        self.store.data_mut().cache = cache;
-        sandbox::restart_deadline(&mut self.store, deadline);
-        let r = self
-            .plugin
-            .engine
-            .block_on(self.instance.call_reconcile(&mut self.store, req))
-            .map_err(|e| sandbox::classify(&self.store, e, deadline, false));
-        self.poisoned = r.is_err();
-        sandbox::finish(&self.store, self.plugin.limits.log_lines, r)
+    ) -> Result<RawFinalize, CallError> {
+        self.engine.block_on(self.finalize(req.clone(), spec, cache))
     }
-}
-
-/// Compiles a component, or deserializes it from the precompile cache.
-///
-/// The cache entry is named by the component's sha256 and the engine's compatibility hash, and is
-/// verified on read: a truncated or tampered cache file is recompiled, never loaded
-/// (`plugin::precompiled`).
-fn compile(engine: &PluginEngine, bytes: &[u8], sha256: &str) -> Result<(Component, bool), LoadError> {
-    let check_component = || match wasmparser_kind(bytes) {
-        Some(true) => Ok(()),
-        Some(false) => Err(LoadError::NotAComponent(
-            "this is a core WebAssembly module; build a component (e.g. wasm32-wasip2, or `wasm-tools component new`)"
-                .into(),
-        )),
-        None => Err(LoadError::NotAComponent("file does not start with the WebAssembly magic number".into())),
-    };
-    check_component()?;
-    let Some(cache) = engine.precompile_cache() else {
-        let c = Component::new(&engine.engine, bytes).map_err(not_loadable)?;
-        return Ok((c, false));
-    };
-    let key = format!("{sha256}-{}", engine.compat_key());
-    if let Some(compiled) = cache.get(&key) {
-        match deserialize(engine, &compiled) {
-            Ok(c) => return Ok((c, true)),
-            Err(e) => {
-                tracing::warn!(dir = %cache.dir().display(), %key, "precompiled cache entry unusable, recompiling: {e:#}")
-            }
-        }
-    }
-    let compiled = engine.engine.precompile_component(bytes).map_err(not_loadable)?;
-    if let Err(e) = cache.put(&key, &compiled) {
-        tracing::warn!(dir = %cache.dir().display(), "cannot write the precompile cache (continuing without): {e}");
-    }
-    let c = deserialize(engine, &compiled).map_err(not_loadable)?;
-    Ok((c, false))
-}
-
-/// A compile or load error: over the host's limits (the pooling allocator refuses what a module
-/// declares; wasmtime has no typed error for it), or not a usable component.
-fn not_loadable(e: wasmtime::Error) -> LoadError {
-    let msg = format!("{e:#}");
-    if msg.contains("pooling allocator") {
-        LoadError::OverLimits(msg)
-    } else {
-        LoadError::NotAComponent(msg)
-    }
-}
-
-#[allow(unsafe_code)]
-fn deserialize(engine: &PluginEngine, compiled: &[u8]) -> wasmtime::Result<Component> {
-    // SAFETY: `compiled` is either what `precompile_component` just produced in this process, or
-    // a cache file whose sha256 matches the sidecar we wrote next to it after compiling it with an
-    // engine of the same compatibility hash (part of the file name). wasmtime additionally checks
-    // the header and engine settings. The cache folder belongs to the host.
-    unsafe { Component::deserialize(&engine.engine, compiled) }
-}
-
-/// `Some(true)` for a component, `Some(false)` for a core module, `None` for not wasm.
-fn wasmparser_kind(bytes: &[u8]) -> Option<bool> {
-    if bytes.len() < 8 || &bytes[..4] != b"\0asm" {
-        return None;
-    }
-    // Layer field: 0 = core module, 1 = component (version 0x0d).
-    Some(bytes[6..8] == [1, 0])
 }

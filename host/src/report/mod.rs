@@ -27,6 +27,9 @@ pub const REASON_RECONCILE_FAILED: &str = "ReconcileFailed";
 pub const REASON_OUTCOME_REJECTED: &str = "OutcomeRejected";
 /// The API server refused a write (e.g. 422: the plugin produced an invalid object).
 pub const REASON_WRITE_FAILED: &str = "WriteFailed";
+/// `finalize` failed (a trap, a failure without a Warning of its own, or a refused outcome): the
+/// primary's deletion waits.
+pub const REASON_FINALIZE_FAILED: &str = "FinalizeFailed";
 
 /// How long an identical Warning is not repeated on the same object.
 pub const WARNING_REPEAT: Duration = Duration::from_secs(300);

@@ -13,7 +13,7 @@ pub mod record;
 pub mod stats;
 
 use crate::outcome::OutcomeLimits;
-use crate::plugin::{wit, CacheView, CallSpec, LoadedPlugin};
+use crate::plugin::{CacheView, CallSpec, LoadedPlugin, Request};
 use crate::telemetry::Metrics;
 use serde_json::Value;
 use stats::{Stats, Verdict};
@@ -48,7 +48,7 @@ impl Candidate {
     /// is free, else once one is (unless [`MAX_WAITING`] calls already wait: then skipped).
     pub fn begin(
         self: &Arc<Self>,
-        req: &wit::Request,
+        req: &Request,
         spec: &CallSpec,
         view: Arc<dyn CacheView>,
         limits: OutcomeLimits,

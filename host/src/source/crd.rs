@@ -86,6 +86,21 @@ pub struct KindRef {
     pub kind: String,
 }
 
+/// A kind a plugin may write, and whether beyond its primaries' namespaces.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OwnedKindRef {
+    /// The kind.
+    #[serde(flatten)]
+    pub kind: KindRef,
+    /// Objects of this kind may be written in any namespace in `namespaces` (every namespace
+    /// when unset), not only their primary's, or be cluster-scoped. The host tracks them by the
+    /// labels `kwop.dev/owner-uid` and `kwop.dev/plugin` instead of owner references, and the
+    /// plugin must finalize (delete them when their primary goes).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub across_namespaces: bool,
+}
+
 /// The authority a cluster admin grants a plugin. The host's own RBAC must also allow it: a grant
 /// the host's service account lacks shows reason Forbidden in status.
 #[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
@@ -93,16 +108,17 @@ pub struct KindRef {
 pub struct Grants {
     /// The kind reconciled. One active plugin per primary kind per host.
     pub primary: KindRef,
-    /// Kinds it may create, patch and delete (only objects its primary controls).
+    /// Kinds it may create, patch and delete (only objects that belong to its primary).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub owns: Vec<KindRef>,
+    pub owns: Vec<OwnedKindRef>,
     /// Kinds it may only read through the cache.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reads: Vec<KindRef>,
     /// Namespaces it acts in. Unset: primaries in every namespace the host watches, each
-    /// reconcile reading and writing only in its primary's own namespace. Set: only primaries
-    /// in these namespaces are reconciled, and reads may reach any of them (writes stay in the
-    /// primary's namespace).
+    /// reconcile reading and writing only in its primary's own namespace (kinds owned
+    /// `acrossNamespaces` are written anywhere). Set: only primaries in these namespaces are
+    /// reconciled, reads may reach any of them, and writes stay in the primary's namespace
+    /// (kinds owned `acrossNamespaces`: in any of these).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespaces: Option<Vec<String>>,
 }

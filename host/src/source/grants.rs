@@ -27,6 +27,15 @@ impl Namespaces {
         }
     }
 
+    /// Whether anything may be written in namespace `ns` at all (where it may be relative to its
+    /// primary is the write fence's business).
+    pub fn writes_in(&self, ns: &str) -> bool {
+        match self {
+            Namespaces::Listed(l) => l.contains(ns),
+            _ => true,
+        }
+    }
+
     /// Whether a reconcile of a primary in `primary_ns` may read objects in `ns` (`None`: a
     /// cluster-scoped object).
     pub fn reads_in(&self, primary_ns: Option<&str>, ns: Option<&str>) -> bool {
@@ -45,6 +54,8 @@ pub struct Grants {
     pub primary: Gvk,
     /// Kinds it may write.
     pub owns: Vec<Gvk>,
+    /// Of `owns`, the kinds it may write outside its primaries' namespaces (tracked by labels).
+    pub across: Vec<Gvk>,
     /// Kinds it may only read.
     pub reads: Vec<Gvk>,
     /// Where.
@@ -63,7 +74,8 @@ impl Grants {
     /// From a ReconcilerPlugin's `spec.grants`.
     pub fn from_spec(g: &crd::Grants) -> Result<Self, String> {
         let primary = kind(&g.primary, "primary")?;
-        let owns = g.owns.iter().map(|k| kind(k, "owns")).collect::<Result<Vec<_>, _>>()?;
+        let owns = g.owns.iter().map(|k| kind(&k.kind, "owns")).collect::<Result<Vec<_>, _>>()?;
+        let across = g.owns.iter().zip(&owns).filter(|(k, _)| k.across_namespaces).map(|(_, g)| g.clone()).collect();
         let reads = g.reads.iter().map(|k| kind(k, "reads")).collect::<Result<Vec<_>, _>>()?;
         let namespaces = match &g.namespaces {
             None => Namespaces::Own,
@@ -76,7 +88,7 @@ impl Grants {
                 Namespaces::Listed(list.iter().cloned().collect())
             }
         };
-        Ok(Grants { primary, owns, reads, namespaces })
+        Ok(Grants { primary, owns, across, reads, namespaces })
     }
 
     /// What folder mode grants: everything the plugin declares, in every namespace.
@@ -84,6 +96,7 @@ impl Grants {
         Grants {
             primary: info.primary.clone(),
             owns: info.owns.clone(),
+            across: info.across.clone(),
             reads: info.reads.clone(),
             namespaces: Namespaces::All,
         }
@@ -113,6 +126,13 @@ impl Grants {
                 names(&self.owns)
             ));
         }
+        if let Some(g) = info.across.iter().find(|g| !has(&self.across, g)) {
+            return Err(format!(
+                "plugin {} owns {g} across namespaces, which is not granted (grant it with acrossNamespaces: true \
+                 in grants.owns)",
+                info.name
+            ));
+        }
         if let Some(g) = info.reads.iter().find(|g| !has(&self.reads, g) && !has(&self.owns, g)) {
             return Err(format!(
                 "plugin {} declares reads {g}, which is not granted (reads granted: {})",
@@ -138,14 +158,20 @@ mod tests {
             version: "1".into(),
             primary: Gvk::new("samplecontroller.k8s.io", "v1alpha1", "Foo"),
             owns,
+            across: vec![],
             reads,
+            finalizes: false,
         }
+    }
+
+    fn owned(api_version: &str, kind: &str, across_namespaces: bool) -> crd::OwnedKindRef {
+        crd::OwnedKindRef { kind: k(api_version, kind), across_namespaces }
     }
 
     fn grants(namespaces: Option<Vec<String>>) -> Grants {
         Grants::from_spec(&crd::Grants {
             primary: k("samplecontroller.k8s.io/v1alpha1", "Foo"),
-            owns: vec![k("apps/v1", "Deployment")],
+            owns: vec![owned("apps/v1", "Deployment", false), owned("v1", "Secret", true)],
             reads: vec![k("v1", "ConfigMap")],
             namespaces,
         })
@@ -182,11 +208,30 @@ mod tests {
         assert!(listed.acts_on(Some("a")) && !listed.acts_on(Some("b")));
         assert!(listed.reads_in(Some("a"), Some("c")) && !listed.reads_in(Some("a"), Some("b")));
         assert!(Namespaces::All.reads_in(Some("a"), Some("b")));
+        assert!(listed.writes_in("c") && !listed.writes_in("b") && own.writes_in("b"));
+    }
+
+    #[test]
+    fn owning_across_namespaces_must_be_granted_as_such() {
+        let g = grants(None);
+        let secret = Gvk::new("", "v1", "Secret");
+        let dep = Gvk::new("apps", "v1", "Deployment");
+        let mut i = info(vec![secret.clone(), dep.clone()], vec![]);
+        i.across = vec![secret];
+        i.finalizes = true;
+        assert!(g.check(&i).is_ok());
+        i.across = vec![dep];
+        let e = g.check(&i).expect_err("Deployment is granted in its primary's namespace only");
+        assert!(e.contains("apps/v1/Deployment across namespaces"), "{e}");
     }
 
     #[test]
     fn bad_grants_are_refused() {
         let bad = crd::Grants { primary: k("", "Foo"), owns: vec![], reads: vec![], namespaces: None };
+        let mut across = bad.clone();
+        across.primary = k("v1", "ConfigMap");
+        across.owns = vec![owned("v1", "Secret", true)];
+        assert_eq!(Grants::from_spec(&across).map(|g| g.across), Ok(vec![Gvk::new("", "v1", "Secret")]));
         assert!(Grants::from_spec(&bad).is_err());
         let mut g = bad.clone();
         g.primary = k("a/b/c", "Foo");

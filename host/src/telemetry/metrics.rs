@@ -127,6 +127,9 @@ pub struct Metrics {
     pub cache_plugins: Family<KindLabel, Gauge>,
     /// Objects in the host's cache of a kind.
     pub cached_objects: Family<KindLabel, Gauge>,
+    /// `finalize` calls of primaries being deleted, by result (`done`, `pending`, `error`,
+    /// `failure`, `rejected`).
+    pub finalize: Family<ResultLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -163,6 +166,7 @@ impl Metrics {
             recorded: Family::default(),
             cache_plugins: Family::default(),
             cached_objects: Family::default(),
+            finalize: Family::default(),
             registry: Registry::default(),
         };
         registry.register("reconcile", "Reconciles by result", m.reconciles.clone());
@@ -220,6 +224,11 @@ impl Metrics {
             m.cache_plugins.clone(),
         );
         registry.register("cached_objects", "Objects in the host's cache of a kind", m.cached_objects.clone());
+        registry.register(
+            "finalize",
+            "finalize calls for primaries being deleted, by result (done, pending, error, failure, rejected)",
+            m.finalize.clone(),
+        );
         Metrics { registry, ..m }
     }
 
@@ -264,6 +273,11 @@ impl Metrics {
     /// Label helper.
     pub fn write(p: &str, kind: &str, op: &str) -> WriteLabels {
         WriteLabels { plugin: p.to_string(), kind: kind.to_string(), op: op.to_string() }
+    }
+
+    /// Counts a `finalize` result.
+    pub fn finalized(&self, p: &str, r: &str) {
+        self.finalize.get_or_create(&ResultLabels { plugin: p.to_string(), result: r.to_string() }).inc();
     }
 
     /// Counts a reconcile result.

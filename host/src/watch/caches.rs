@@ -6,6 +6,7 @@ use super::object::{Cached, Store};
 use super::selector::Selector;
 use super::ObjectKey;
 use crate::kinds::Gvk;
+use crate::outcome::tracking::Owner;
 use crate::plugin::cache_view::bounded;
 use crate::plugin::{CacheView, QueryTooLarge};
 use futures::{Stream, StreamExt};
@@ -31,8 +32,9 @@ pub struct KindCache {
     owners: Mutex<OwnerIndex>,
 }
 
-/// controller uid → keys of the objects it controls. Kept in step with the store by the watch
-/// task alone (each change is given the version it replaces), so a key is in at most one list.
+/// owner uid → keys of the objects that may belong to it (by controller reference or by the
+/// host's tracking label, see `Cached::owner_uids`). Kept in step with the store by the watch
+/// task alone (each change is given the version it replaces), so a key is at most once in a list.
 #[derive(Default)]
 struct OwnerIndex {
     by_owner: HashMap<Box<str>, Vec<ObjectKey>>,
@@ -42,25 +44,26 @@ impl OwnerIndex {
     /// `new` replaced `old` in the store.
     fn replaced(&mut self, old: Option<&Cached>, new: &Cached) {
         if let Some(o) = old {
-            if o.controller_uid() == new.controller_uid() {
+            if o.owner_uids().eq(new.owner_uids()) {
                 return;
             }
             self.removed(o);
         }
-        if let Some(uid) = new.controller_uid() {
+        for uid in new.owner_uids() {
             self.by_owner.entry(uid.into()).or_default().push(new.key().clone());
         }
     }
 
     /// `old` left the store.
     fn removed(&mut self, old: &Cached) {
-        let Some(uid) = old.controller_uid() else { return };
-        if let Some(keys) = self.by_owner.get_mut(uid) {
-            if let Some(i) = keys.iter().position(|k| k == old.key()) {
-                keys.swap_remove(i);
-            }
-            if keys.is_empty() {
-                self.by_owner.remove(uid);
+        for uid in old.owner_uids() {
+            if let Some(keys) = self.by_owner.get_mut(uid) {
+                if let Some(i) = keys.iter().position(|k| k == old.key()) {
+                    keys.swap_remove(i);
+                }
+                if keys.is_empty() {
+                    self.by_owner.remove(uid);
+                }
             }
         }
     }
@@ -234,22 +237,29 @@ impl Caches {
         self.kinds.values().all(|k| k.synced.load(Ordering::Relaxed) && k.healthy.load(Ordering::Relaxed))
     }
 
-    /// Objects of `gvk` in `namespace` whose controller is the object with `uid` (from the
-    /// owner index: cost proportional to what the primary owns, not to the cache size).
-    pub fn controlled_by(&self, gvk: &Gvk, namespace: Option<&str>, uid: &str) -> Vec<Arc<Cached>> {
+    /// Objects of `gvk` that belong to the primary `owner` (from the owner index: cost
+    /// proportional to what the primary owns, not to the cache size), sorted by namespace and
+    /// name. Those with a controller reference to it count only in `owner.namespace` when the
+    /// primary is namespaced (an owner reference cannot cross namespaces); for a kind owned
+    /// `across` namespaces, those with its tracking labels count wherever they are.
+    pub fn belonging_to(&self, gvk: &Gvk, owner: &Owner<'_>, across: bool) -> Vec<Arc<Cached>> {
         let Some(k) = self.kinds.get(gvk) else {
             return Vec::new();
         };
-        let keys: Vec<ObjectKey> = k.owners().by_owner.get(uid).cloned().unwrap_or_default();
+        let keys: Vec<ObjectKey> = k.owners().by_owner.get(owner.uid).cloned().unwrap_or_default();
         let mut out: Vec<Arc<Cached>> = keys
             .iter()
-            .filter(|key| key.namespace.as_deref() == namespace)
             .filter_map(|key| k.store.get(key))
             // The store may be a step ahead of the index: check the object itself.
-            .filter(|o| o.controller_uid() == Some(uid))
+            .filter(|o| {
+                let by_reference = o.controller_uid() == Some(owner.uid)
+                    && (owner.namespace.is_none() || o.namespace() == owner.namespace);
+                let by_labels = across && o.belongs_to(owner.uid, owner.plugin);
+                by_reference || by_labels
+            })
             .collect();
         // A stable order, so the plugin's input does not depend on hashing.
-        out.sort_by(|a, b| a.name().cmp(b.name()));
+        out.sort_by(|a, b| a.key().cmp(b.key()));
         out
     }
 }

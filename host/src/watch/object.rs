@@ -38,7 +38,12 @@ pub struct Cached {
     /// Sorted by key.
     labels: Box<[(Box<str>, Box<str>)]>,
     controller: Option<Box<ControllerRef>>,
+    /// The primary named by the host's tracking annotation (`outcome::tracking`), when the object
+    /// carries the tracking labels: written for a kind owned across namespaces.
+    tracked_owner: Option<Box<str>>,
     deleting: bool,
+    /// `metadata.finalizers` (usually none).
+    finalizers: Box<[Box<str>]>,
     /// The `managedFields` entries kept by the watch (kwop's own status entries, for the
     /// applier); not part of what plugins see.
     managed_fields: Option<Box<[ManagedFieldsEntry]>>,
@@ -61,8 +66,16 @@ impl Cached {
                 uid: r.uid.as_str().into(),
             })
         });
+        use crate::outcome::tracking;
+        let tracked_owner = match labels.binary_search_by(|(k, _)| (**k).cmp(tracking::OWNER_UID)) {
+            Ok(_) => o.annotations().get(tracking::OWNER).map(|a| a.as_str().into()),
+            Err(_) => None,
+        };
+        let finalizers = o.finalizers().iter().map(|f| f.as_str().into()).collect();
         Cached {
             key: ObjectKey::of(&o),
+            tracked_owner,
+            finalizers,
             uid: o.metadata.uid.unwrap_or_default().into_boxed_str(),
             resource_version: o.metadata.resource_version.unwrap_or_default().into_boxed_str(),
             labels: labels.into_boxed_slice(),
@@ -116,6 +129,41 @@ impl Cached {
     /// Whether `metadata.deletionTimestamp` is set.
     pub fn deleting(&self) -> bool {
         self.deleting
+    }
+
+    /// `metadata.finalizers`.
+    pub fn finalizers(&self) -> impl Iterator<Item = &str> {
+        self.finalizers.iter().map(|f| &**f)
+    }
+
+    /// Whether `metadata.finalizers` has `f`.
+    pub fn has_finalizer(&self, f: &str) -> bool {
+        self.finalizers().any(|x| x == f)
+    }
+
+    /// The uid in the tracking label `kwop.dev/owner-uid`, if any.
+    pub fn tracked_uid(&self) -> Option<&str> {
+        self.label(crate::outcome::tracking::OWNER_UID)
+    }
+
+    /// The primary the tracking annotation names (`<namespace>/<name>` or `<name>`), when the
+    /// object carries the tracking labels.
+    pub fn tracked_owner(&self) -> Option<&str> {
+        self.tracked_owner.as_deref()
+    }
+
+    /// The uids of the primaries this object may belong to: its controller's, and the one in its
+    /// tracking label (at most two, distinct).
+    pub fn owner_uids(&self) -> impl Iterator<Item = &str> {
+        let c = self.controller_uid();
+        let t = self.tracked_uid().filter(|t| Some(*t) != c);
+        c.into_iter().chain(t)
+    }
+
+    /// Whether this object belongs to the primary `uid` of `plugin` (see `outcome::tracking`).
+    pub fn belongs_to(&self, uid: &str, plugin: &str) -> bool {
+        self.controller_uid() == Some(uid)
+            || (self.tracked_uid() == Some(uid) && self.label(crate::outcome::tracking::PLUGIN) == Some(plugin))
     }
 
     /// The object as plugins see it (no `managedFields`).

@@ -1,4 +1,5 @@
-//! kwop-guest: write a kwop reconcile plugin in Rust without touching the WIT bindings.
+//! kwop-guest: write a kwop reconcile plugin in Rust without touching the WIT bindings. Plugins
+//! built with it implement `kwop:reconciler@0.2.0` (`wit/v0.2/reconciler.wit`).
 //!
 //! ```ignore
 //! use kwop_guest::{Context, Event, Failure, Gvk, Info, Outcome, Reconciler};
@@ -26,12 +27,16 @@
 //! The primary type is any `serde::Deserialize` type (derive it for your CRD); typed reads of
 //! built-in kinds use k8s-openapi types (feature `k8s-openapi`, on by default); untyped reads
 //! return `serde_json::Value`. Everything that crosses to the host is JSON, as the WIT says.
+//!
+//! A plugin that must clean up when its primary is deleted declares [`Info::finalizes`] and
+//! implements [`Reconciler::finalize`]; objects it keeps in other namespaces are declared with
+//! [`Info::owns_across_namespaces`]. Status conditions: [`conditions`].
 
 #[doc(hidden)]
 #[allow(unsafe_code, missing_docs)]
 pub mod bindings {
     wit_bindgen::generate!({
-        path: "../reconciler.wit",
+        path: "../v0.2/reconciler.wit",
         world: "reconciler",
         pub_export_macro: true,
         export_macro_name: "__export_reconciler",
@@ -43,7 +48,16 @@ pub mod bindings {
 use bindings::kwop::reconciler::{cache, log as wit_log, types as wit};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+
+pub mod conditions;
+mod context;
+mod outcome;
+pub mod testing;
+mod time;
+
+pub use context::Context;
+pub use outcome::{Failure, Finalize, Outcome};
+pub use time::Time;
 
 #[cfg(feature = "k8s-openapi")]
 pub use k8s_openapi;
@@ -72,7 +86,7 @@ impl Gvk {
         Gvk::new(K::GROUP, K::VERSION, K::KIND)
     }
 
-    fn wit(&self) -> wit::Gvk {
+    pub(crate) fn wit(&self) -> wit::Gvk {
         wit::Gvk { group: self.group.clone(), version: self.version.clone(), kind: self.kind.clone() }
     }
 }
@@ -83,24 +97,49 @@ pub struct Info {
     name: String,
     version: String,
     primary: Gvk,
-    owns: Vec<Gvk>,
+    owns: Vec<(Gvk, bool)>,
     reads: Vec<Gvk>,
+    finalizes: bool,
 }
 
 impl Info {
     /// Name (a DNS label), version, primary kind.
     pub fn new(name: &str, version: &str, primary: Gvk) -> Self {
-        Info { name: name.into(), version: version.into(), primary, owns: vec![], reads: vec![] }
+        Info { name: name.into(), version: version.into(), primary, owns: vec![], reads: vec![], finalizes: false }
     }
-    /// Adds a kind the plugin creates and controls.
+    /// Adds a kind the plugin creates and controls, in its primary's namespace (for a
+    /// cluster-scoped primary: anywhere), with a controller owner reference the host sets: the
+    /// garbage collector deletes them with the primary.
     pub fn owns(mut self, gvk: Gvk) -> Self {
-        self.owns.push(gvk);
+        self.owns.push((gvk, false));
+        self
+    }
+    /// Adds a kind the plugin creates in any namespace it is granted (or cluster-scoped),
+    /// tracked by the host's labels instead of owner references. Nothing deletes these objects
+    /// but the plugin's own [`Reconciler::finalize`], so this needs [`Info::finalizes`].
+    pub fn owns_across_namespaces(mut self, gvk: Gvk) -> Self {
+        self.owns.push((gvk, true));
         self
     }
     /// Adds a kind the plugin only reads.
     pub fn reads(mut self, gvk: Gvk) -> Self {
         self.reads.push(gvk);
         self
+    }
+    /// The plugin cleans up when a primary is deleted: the host keeps the finalizer
+    /// `kwop.dev/<name>` on every primary and calls [`Reconciler::finalize`] when one is being
+    /// deleted, until it says done.
+    pub fn finalizes(mut self) -> Self {
+        self.finalizes = true;
+        self
+    }
+    /// The plugin's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// The kinds it owns, and whether each is owned across namespaces.
+    pub fn owned_kinds(&self) -> &[(Gvk, bool)] {
+        &self.owns
     }
 }
 
@@ -117,9 +156,13 @@ pub struct Meta {
     /// UID.
     #[serde(default)]
     pub uid: String,
-    /// Generation.
+    /// Generation: what `status.observedGeneration` and a condition's `observedGeneration` say
+    /// the status was computed from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generation: Option<i64>,
+    /// Set while the object is being deleted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deletion_timestamp: Option<String>,
 }
 
 /// Event severity.
@@ -151,7 +194,7 @@ impl Event {
     pub fn warning(reason: &str, message: impl Into<String>) -> Self {
         Event { severity: Severity::Warning, reason: reason.into(), message: message.into() }
     }
-    fn wit(self) -> wit::Event {
+    pub(crate) fn wit(self) -> wit::Event {
         wit::Event {
             severity: match self.severity {
                 Severity::Normal => wit::EventType::Normal,
@@ -172,192 +215,6 @@ pub struct Delete {
     pub namespace: Option<String>,
     /// Name.
     pub name: String,
-}
-
-/// What should change.
-#[derive(Debug, Clone, Default)]
-pub struct Outcome {
-    apply: Vec<String>,
-    delete: Vec<Delete>,
-    status: Option<String>,
-    events: Vec<Event>,
-    requeue_after_ms: Option<u64>,
-}
-
-impl Outcome {
-    /// Nothing to change.
-    pub fn new() -> Self {
-        Outcome::default()
-    }
-    /// Adds a server-side apply intent (any serialisable object with apiVersion, kind, metadata.name).
-    pub fn apply<T: Serialize>(mut self, object: &T) -> Result<Self, Failure> {
-        let text = serde_json::to_string(object)
-            .map_err(|e| Failure::permanent(format!("cannot serialise an intent: {e}")))?;
-        self.apply.push(text);
-        Ok(self)
-    }
-    /// Adds a deletion.
-    pub fn delete(mut self, d: Delete) -> Self {
-        self.delete.push(d);
-        self
-    }
-    /// Sets the primary's status (the value of its `status` field).
-    pub fn status<T: Serialize>(mut self, status: &T) -> Result<Self, Failure> {
-        self.status = Some(
-            serde_json::to_string(status)
-                .map_err(|e| Failure::permanent(format!("cannot serialise the status: {e}")))?,
-        );
-        Ok(self)
-    }
-    /// Adds an event.
-    pub fn event(mut self, e: Event) -> Self {
-        self.events.push(e);
-        self
-    }
-    /// Asks to be reconciled again after `ms` milliseconds.
-    pub fn requeue_after_ms(mut self, ms: u64) -> Self {
-        self.requeue_after_ms = Some(ms);
-        self
-    }
-
-    /// The intents to apply, as JSON text (what the host receives).
-    pub fn applied(&self) -> &[String] {
-        &self.apply
-    }
-    /// The `i`-th intent parsed as `T` (e.g. a k8s-openapi `ConfigMap`, or `serde_json::Value`);
-    /// `None` if there is no such intent or it does not parse as `T`.
-    pub fn applied_as<T: DeserializeOwned>(&self, i: usize) -> Option<T> {
-        serde_json::from_str(self.apply.get(i)?).ok()
-    }
-    /// The deletions.
-    pub fn deletes(&self) -> &[Delete] {
-        &self.delete
-    }
-    /// The status as JSON, if one is set.
-    pub fn status_json(&self) -> Option<Value> {
-        serde_json::from_str(self.status.as_deref()?).ok()
-    }
-    /// The events.
-    pub fn events(&self) -> &[Event] {
-        &self.events
-    }
-    /// The requeue hint.
-    pub fn requeue_after(&self) -> Option<u64> {
-        self.requeue_after_ms
-    }
-}
-
-/// A reconcile that could not decide.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Failure {
-    /// What went wrong.
-    pub message: String,
-    /// Events to record.
-    pub events: Vec<Event>,
-    /// Retry with backoff?
-    pub retry: bool,
-}
-
-impl Failure {
-    /// A failure worth retrying with backoff.
-    pub fn retry(message: impl Into<String>) -> Self {
-        Failure { message: message.into(), events: vec![], retry: true }
-    }
-    /// A failure only a change of the primary can fix (no retry).
-    pub fn permanent(message: impl Into<String>) -> Self {
-        Failure { message: message.into(), events: vec![], retry: false }
-    }
-    /// Adds an event.
-    pub fn event(mut self, e: Event) -> Self {
-        self.events.push(e);
-        self
-    }
-}
-
-/// The host's caches, read-only, for the kinds the plugin declared.
-///
-/// In a plugin the host builds it; in native unit tests build one with [`Context::fake`] (a
-/// [`testing::FakeCache`] stands in for the host's cache).
-pub struct Context {
-    owned: Vec<String>,
-    source: Source,
-}
-
-enum Source {
-    Host,
-    Fake { cache: testing::FakeCache, namespace: Option<String> },
-}
-
-impl Context {
-    /// A context for native unit tests: reads answer from `cache`, `namespace` is the primary's
-    /// (what `None` means for namespaced kinds, as in the host), and the objects the primary
-    /// controls are those of `cache` whose controller owner reference has the primary's `uid`.
-    pub fn fake(cache: testing::FakeCache, namespace: Option<&str>, uid: &str) -> Self {
-        let owned = cache.controlled_by(uid, namespace);
-        Context { owned, source: Source::Fake { cache, namespace: namespace.map(str::to_string) } }
-    }
-
-    fn cache_get(&self, gvk: &Gvk, namespace: Option<&str>, name: &str) -> Option<String> {
-        match &self.source {
-            Source::Host => cache::get(&gvk.wit(), namespace, name),
-            Source::Fake { cache, namespace: primary } => cache.get(gvk, namespace.or(primary.as_deref()), name),
-        }
-    }
-
-    fn cache_query(&self, gvk: &Gvk, namespace: Option<&str>, selector: Option<&str>) -> Vec<String> {
-        match &self.source {
-            Source::Host => cache::query(&gvk.wit(), namespace, selector),
-            Source::Fake { cache, .. } => cache.query(gvk, namespace, selector),
-        }
-    }
-
-    /// One object of a k8s-openapi type, e.g. `ctx.get::<Deployment>(Some("ns"), "name")`.
-    /// `None` as the namespace means the primary's (for namespaced kinds). An object that does
-    /// not parse as `K` reads as absent (and is logged).
-    #[cfg(feature = "k8s-openapi")]
-    pub fn get<K: k8s_openapi::Resource + DeserializeOwned>(&self, namespace: Option<&str>, name: &str) -> Option<K> {
-        self.get_as(&Gvk::of::<K>(), namespace, name)
-    }
-
-    /// One object of any kind, as any deserialisable type (`serde_json::Value` for untyped).
-    pub fn get_as<T: DeserializeOwned>(&self, gvk: &Gvk, namespace: Option<&str>, name: &str) -> Option<T> {
-        let text = self.cache_get(gvk, namespace, name)?;
-        parse(&text, gvk)
-    }
-
-    /// Objects of a kind, in a namespace (or all), matching a label selector (or all).
-    pub fn query_as<T: DeserializeOwned>(&self, gvk: &Gvk, namespace: Option<&str>, selector: Option<&str>) -> Vec<T> {
-        self.cache_query(gvk, namespace, selector).iter().filter_map(|t| parse(t, gvk)).collect()
-    }
-
-    /// The objects of a kind the primary controls (from the request, no cache call).
-    #[cfg(feature = "k8s-openapi")]
-    pub fn owned<K: k8s_openapi::Resource + DeserializeOwned>(&self) -> Vec<K> {
-        self.owned
-            .iter()
-            .filter_map(|t| serde_json::from_str::<Value>(t).ok())
-            .filter(|v| {
-                v.get("kind").and_then(Value::as_str) == Some(K::KIND)
-                    && v.get("apiVersion").and_then(Value::as_str) == Some(K::API_VERSION)
-            })
-            .filter_map(|v| serde_json::from_value(v).ok())
-            .collect()
-    }
-
-    /// Every owned object, untyped.
-    pub fn owned_json(&self) -> Vec<Value> {
-        self.owned.iter().filter_map(|t| serde_json::from_str(t).ok()).collect()
-    }
-}
-
-fn parse<T: DeserializeOwned>(text: &str, gvk: &Gvk) -> Option<T> {
-    match serde_json::from_str(text) {
-        Ok(v) => Some(v),
-        Err(e) => {
-            log::error(&format!("cached {}/{} does not parse as the requested type: {e}", gvk.group, gvk.kind));
-            None
-        }
-    }
 }
 
 /// Logging into the host's log (tagged with plugin and object, rate-limited by the host). In
@@ -397,7 +254,6 @@ pub mod log {
     }
 }
 
-pub mod testing;
 
 /// A reconcile plugin.
 pub trait Reconciler {
@@ -405,8 +261,29 @@ pub trait Reconciler {
     type Primary: DeserializeOwned;
     /// What the plugin reconciles, owns and reads.
     fn info() -> Info;
-    /// One reconcile.
+    /// One reconcile of a primary that is not being deleted.
     fn reconcile(primary: Self::Primary, ctx: &Context) -> Result<Outcome, Failure>;
+    /// Cleans up for a primary being deleted; called only if [`Info::finalizes`]. Return
+    /// [`Finalize::done`] with the deletions that finish the cleanup (the host makes them, then
+    /// removes its finalizer), or [`Finalize::not_yet`] to be called again. The default is done
+    /// at once, deleting nothing.
+    fn finalize(primary: Self::Primary, ctx: &Context) -> Result<Finalize, Failure> {
+        let _ = (primary, ctx);
+        Ok(Finalize::done())
+    }
+}
+
+fn to_failure(f: Failure) -> bindings::Failure {
+    bindings::Failure { message: f.message, events: f.events.into_iter().map(Event::wit).collect(), retry: f.retry }
+}
+
+fn parse_primary<R: Reconciler>(req: &bindings::Request) -> Result<R::Primary, bindings::Failure> {
+    serde_json::from_str(&req.primary)
+        .map_err(|e| to_failure(Failure::permanent(format!("the primary object does not parse: {e}"))))
+}
+
+fn deletes(list: Vec<Delete>) -> Vec<wit::ObjectRef> {
+    list.into_iter().map(|d| wit::ObjectRef { gvk: d.gvk.wit(), namespace: d.namespace, name: d.name }).collect()
 }
 
 #[doc(hidden)]
@@ -416,32 +293,37 @@ pub fn __info<R: Reconciler>() -> bindings::PluginInfo {
         name: i.name,
         version: i.version,
         primary: i.primary.wit(),
-        owns: i.owns.iter().map(Gvk::wit).collect(),
+        owns: i.owns.iter().map(|(g, across)| wit::OwnedKind { kind: g.wit(), across_namespaces: *across }).collect(),
         reads: i.reads.iter().map(Gvk::wit).collect(),
+        finalizes: i.finalizes,
     }
 }
 
 #[doc(hidden)]
 pub fn __reconcile<R: Reconciler>(req: bindings::Request) -> Result<bindings::Outcome, bindings::Failure> {
-    let to_failure = |f: Failure| bindings::Failure {
-        message: f.message,
-        events: f.events.into_iter().map(Event::wit).collect(),
-        retry: f.retry,
-    };
-    let primary: R::Primary = serde_json::from_str(&req.primary)
-        .map_err(|e| to_failure(Failure::permanent(format!("the primary object does not parse: {e}"))))?;
-    let ctx = Context { owned: req.owned, source: Source::Host };
+    let primary = parse_primary::<R>(&req)?;
+    let ctx = Context::host(req.owned, Time::from_wit(&req.now));
     let o = R::reconcile(primary, &ctx).map_err(to_failure)?;
     Ok(bindings::Outcome {
         apply: o.apply,
-        delete: o
-            .delete
-            .into_iter()
-            .map(|d| wit::ObjectRef { gvk: d.gvk.wit(), namespace: d.namespace, name: d.name })
-            .collect(),
+        delete: deletes(o.delete),
         status: o.status,
         events: o.events.into_iter().map(Event::wit).collect(),
         requeue_after_ms: o.requeue_after_ms,
+    })
+}
+
+#[doc(hidden)]
+pub fn __finalize<R: Reconciler>(req: bindings::Request) -> Result<bindings::FinalizeOutcome, bindings::Failure> {
+    let primary = parse_primary::<R>(&req)?;
+    let ctx = Context::host(req.owned, Time::from_wit(&req.now));
+    let f = R::finalize(primary, &ctx).map_err(to_failure)?;
+    Ok(bindings::FinalizeOutcome {
+        delete: deletes(f.delete),
+        status: f.status,
+        events: f.events.into_iter().map(Event::wit).collect(),
+        done: f.done,
+        requeue_after_ms: f.requeue_after_ms,
     })
 }
 
@@ -457,6 +339,11 @@ macro_rules! export {
             }
             fn reconcile(req: $crate::bindings::Request) -> Result<$crate::bindings::Outcome, $crate::bindings::Failure> {
                 $crate::__reconcile::<$t>(req)
+            }
+            fn finalize(
+                req: $crate::bindings::Request,
+            ) -> Result<$crate::bindings::FinalizeOutcome, $crate::bindings::Failure> {
+                $crate::__finalize::<$t>(req)
             }
         }
         $crate::bindings::__export_reconciler!(__KwopGuest with_types_in $crate::bindings);

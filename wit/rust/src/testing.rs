@@ -8,8 +8,10 @@
 //! assert_eq!(out.applied_as::<serde_json::Value>(0).unwrap()["data"]["k"], "v");
 //! assert_eq!(testing::logs(), vec![(testing::Level::Debug, "creating x".to_string())]);
 //! ```
+//!
+//! [`finalize`] runs a plugin's `finalize` the same way, for a primary being deleted.
 
-use crate::{Context, Failure, Gvk, Outcome, Reconciler};
+use crate::{Context, Failure, Finalize, Gvk, Outcome, Reconciler, Time};
 use serde::Serialize;
 use serde_json::Value;
 use std::cell::RefCell;
@@ -85,50 +87,134 @@ impl FakeCache {
     pub(crate) fn query(&self, gvk: &Gvk, namespace: Option<&str>, selector: Option<&str>) -> Vec<String> {
         self.of(gvk)
             .filter(|o| namespace.is_none() || meta(o, "namespace") == namespace)
-            .filter(|o| selector.is_none_or(|s| matches_equality_selector(o, s)))
+            .filter(|o| selector.is_none_or(|s| matches_selector(o, s)))
             .map(Value::to_string)
             .collect()
     }
 
-    pub(crate) fn controlled_by(&self, uid: &str, namespace: Option<&str>) -> Vec<String> {
-        self.objects
+    /// What the host puts in `request.owned` for a primary with `uid` in `namespace`: objects
+    /// whose controller owner reference is the primary (in its namespace; anywhere when it is
+    /// cluster-scoped), and objects carrying the tracking label `kwop.dev/owner-uid` with its uid
+    /// (kinds owned across namespaces), each sorted by namespace and name.
+    pub(crate) fn belonging_to(&self, uid: &str, namespace: Option<&str>) -> Vec<String> {
+        let mut found: Vec<&Value> = self
+            .objects
             .iter()
-            .filter(|o| !uid.is_empty() && meta(o, "namespace") == namespace)
+            .filter(|_| !uid.is_empty())
             .filter(|o| {
-                o.pointer("/metadata/ownerReferences").and_then(Value::as_array).is_some_and(|refs| {
-                    refs.iter().any(|r| {
-                        r.get("controller").and_then(Value::as_bool) == Some(true)
-                            && r.get("uid").and_then(Value::as_str) == Some(uid)
-                    })
-                })
+                let by_reference = (namespace.is_none() || meta(o, "namespace") == namespace)
+                    && o.pointer("/metadata/ownerReferences").and_then(Value::as_array).is_some_and(|refs| {
+                        refs.iter().any(|r| {
+                            r.get("controller").and_then(Value::as_bool) == Some(true)
+                                && r.get("uid").and_then(Value::as_str) == Some(uid)
+                        })
+                    });
+                let by_label =
+                    o.pointer("/metadata/labels/kwop.dev~1owner-uid").and_then(Value::as_str) == Some(uid);
+                by_reference || by_label
             })
-            .map(Value::to_string)
-            .collect()
+            .collect();
+        found.sort_by_key(|o| {
+            (o.get("kind").and_then(Value::as_str), meta(o, "namespace"), meta(o, "name"))
+        });
+        found.into_iter().map(Value::to_string).collect()
     }
 }
 
-/// `k=v,k2=v2` and `k` (exists) selectors; the host understands the full syntax.
-fn matches_equality_selector(o: &Value, selector: &str) -> bool {
+/// Label selectors in the host's syntax: `k=v`, `k==v`, `k!=v`, `k`, `!k`, `k in (a,b)`,
+/// `k notin (a,b)`, joined by commas.
+fn matches_selector(o: &Value, selector: &str) -> bool {
     let labels = o.pointer("/metadata/labels");
-    selector.split(',').map(str::trim).filter(|t| !t.is_empty()).all(|term| {
-        let (key, want) = match term.split_once("==").or_else(|| term.split_once('=')) {
-            Some((k, v)) => (k.trim(), Some(v.trim())),
-            None => (term, None),
+    let got = |key: &str| labels.and_then(|l| l.get(key.trim())).and_then(Value::as_str);
+    split_terms(selector).iter().all(|term| {
+        let term = term.trim();
+        let set = |rest: &str| -> Vec<String> {
+            rest.trim().trim_start_matches('(').trim_end_matches(')').split(',').map(|v| v.trim().to_string()).collect()
         };
-        let got = labels.and_then(|l| l.get(key)).and_then(Value::as_str);
-        match want {
-            Some(v) => got == Some(v),
-            None => got.is_some(),
+        if let Some((k, rest)) = term.split_once(" notin ") {
+            return got(k).is_none_or(|v| !set(rest).iter().any(|x| x == v));
+        }
+        if let Some((k, rest)) = term.split_once(" in ") {
+            return got(k).is_some_and(|v| set(rest).iter().any(|x| x == v));
+        }
+        if let Some((k, v)) = term.split_once("!=") {
+            return got(k) != Some(v.trim());
+        }
+        if let Some((k, v)) = term.split_once("==").or_else(|| term.split_once('=')) {
+            return got(k) == Some(v.trim());
+        }
+        match term.strip_prefix('!') {
+            Some(k) => got(k).is_none(),
+            None => got(term).is_some(),
         }
     })
+}
+
+/// Splits a selector at the commas outside parentheses.
+fn split_terms(selector: &str) -> Vec<&str> {
+    let (mut out, mut depth, mut start) = (Vec::new(), 0i32, 0);
+    for (i, c) in selector.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(&selector[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&selector[start..]);
+    out.into_iter().filter(|t| !t.trim().is_empty()).collect()
 }
 
 /// One reconcile as the host would run it: `primary` (the whole object, JSON) is parsed as the
 /// plugin's primary type, the cache is `cache`, and the primary's namespace and uid decide what
 /// `None` namespaces mean and which cached objects are its own.
+/// The reconcile's instant is [`Time::EXAMPLE`]; [`reconcile_at`] chooses it.
 pub fn reconcile<R: Reconciler>(primary: &Value, cache: FakeCache) -> Result<Outcome, Failure> {
+    reconcile_at::<R>(primary, cache, Time::EXAMPLE)
+}
+
+/// [`reconcile`] at the instant `now`.
+pub fn reconcile_at<R: Reconciler>(primary: &Value, cache: FakeCache, now: Time) -> Result<Outcome, Failure> {
+    let (parsed, ctx) = prepare::<R>(primary, cache, now)?;
+    R::reconcile(parsed, &ctx)
+}
+
+/// One `finalize` as the host would run it for `primary` being deleted (as [`reconcile`]).
+pub fn finalize<R: Reconciler>(primary: &Value, cache: FakeCache) -> Result<Finalize, Failure> {
+    let (parsed, ctx) = prepare::<R>(primary, cache, Time::EXAMPLE)?;
+    R::finalize(parsed, &ctx)
+}
+
+fn prepare<R: Reconciler>(primary: &Value, cache: FakeCache, now: Time) -> Result<(R::Primary, Context), Failure> {
     let parsed: R::Primary = serde_json::from_value(primary.clone())
         .map_err(|e| Failure::permanent(format!("the primary object does not parse: {e}")))?;
-    let ctx = Context::fake(cache, meta(primary, "namespace"), meta(primary, "uid").unwrap_or_default());
-    R::reconcile(parsed, &ctx)
+    let ctx = Context::fake(cache, meta(primary, "namespace"), meta(primary, "uid").unwrap_or_default()).at(now);
+    Ok((parsed, ctx))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn selectors_match_as_on_the_host() {
+        let o = json!({"metadata": {"labels": {"env": "prod", "team": "a"}}});
+        for (sel, want) in [
+            ("env=prod", true),
+            ("env==prod,team=a", true),
+            ("env!=prod", false),
+            ("env in (prod, staging)", true),
+            ("env notin (prod)", false),
+            ("env in (dev),team=a", false),
+            ("!legacy,team", true),
+            ("legacy", false),
+            ("", true),
+        ] {
+            assert_eq!(matches_selector(&o, sel), want, "{sel}");
+        }
+    }
 }

@@ -2,6 +2,7 @@
 //! an intent without apiVersion, kind and name.
 
 use super::*;
+use crate::source::grants::Namespaces as Granted;
 use crate::outcome::fence::{fence, FenceContext};
 use crate::plugin::PluginInfo;
 use proptest::prelude::*;
@@ -89,8 +90,16 @@ fn info() -> PluginInfo {
         version: "1".into(),
         primary: Gvk::new("example.com", "v1", "Foo"),
         owns: vec![Gvk::new("apps", "v1", "Deployment"), Gvk::new("", "v1", "Namespace")],
+        across: vec![],
         reads: vec![],
+        finalizes: false,
     }
+}
+
+/// A plugin that owns ConfigMaps across namespaces (and finalizes).
+fn across_info() -> PluginInfo {
+    let cm = Gvk::new("", "v1", "ConfigMap");
+    PluginInfo { name: "sync".into(), owns: vec![cm.clone()], across: vec![cm], finalizes: true, ..info() }
 }
 
 fn check(apply: Vec<String>, observed: Option<Value>) -> Result<(), crate::outcome::Rejection> {
@@ -102,10 +111,86 @@ fn check(apply: Vec<String>, observed: Option<Value>) -> Result<(), crate::outco
         info: &info,
         primary_namespace: Some("ns"),
         primary_uid: "uid-1",
+        granted: &Granted::All,
         namespaced: &namespaced,
         observed: &obs,
     };
     fence(&o, &ctx).map(|_| ())
+}
+
+/// The fence for [`across_info`] with a primary in `primary_ns`, within `granted`.
+fn check_across(
+    apply: Vec<String>,
+    primary_ns: Option<&str>,
+    granted: &Granted,
+    observed: Option<Value>,
+) -> Result<Vec<Option<String>>, crate::outcome::Rejection> {
+    let o = decode(raw(apply), &OutcomeLimits::default())?;
+    let info = across_info();
+    let namespaced = |_: &Gvk| true;
+    let obs = move |_: &Gvk, _: Option<&str>, _: &str| observed.clone();
+    let ctx = FenceContext {
+        info: &info,
+        primary_namespace: primary_ns,
+        primary_uid: "uid-1",
+        granted,
+        namespaced: &namespaced,
+        observed: &obs,
+    };
+    fence(&o, &ctx).map(|n| n.apply)
+}
+
+fn cm(ns: Option<&str>) -> String {
+    let mut v = json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"copy"}});
+    if let Some(ns) = ns {
+        v["metadata"]["namespace"] = json!(ns);
+    }
+    v.to_string()
+}
+
+fn tracked(uid: &str, plugin: &str) -> Value {
+    json!({"metadata":{"name":"copy","labels":{"kwop.dev/owner-uid": uid, "kwop.dev/plugin": plugin}}})
+}
+
+#[test]
+fn a_kind_owned_across_namespaces_goes_where_the_grants_allow_and_only_over_its_own_objects() {
+    let all = Granted::All;
+    // Any namespace; none given means the primary's; a cluster-scoped primary must name one.
+    assert_eq!(check_across(vec![cm(Some("b"))], Some("a"), &all, None), Ok(vec![Some("b".into())]));
+    assert_eq!(check_across(vec![cm(None)], Some("a"), &all, None), Ok(vec![Some("a".into())]));
+    assert_eq!(check_across(vec![cm(Some("b"))], None, &all, None), Ok(vec![Some("b".into())]));
+    assert_eq!(check_across(vec![cm(None)], None, &all, None).expect_err("no ns").reason, RejectReason::WrongNamespace);
+    // Listed namespaces bound it.
+    let listed = Granted::Listed(["a".to_string(), "b".to_string()].into());
+    assert!(check_across(vec![cm(Some("b"))], Some("a"), &listed, None).is_ok());
+    let e = check_across(vec![cm(Some("c"))], Some("a"), &listed, None).expect_err("c not granted");
+    assert_eq!(e.reason, RejectReason::WrongNamespace);
+    assert!(e.message.contains("not among the namespaces the plugin is granted"), "{}", e.message);
+    // Its own copy (labels for this primary and plugin) is fine; anything else is refused, by name.
+    assert!(check_across(vec![cm(Some("b"))], Some("a"), &all, Some(tracked("uid-1", "sync"))).is_ok());
+    for other in [tracked("uid-2", "sync"), tracked("uid-1", "other"), json!({"metadata":{"name":"copy"}})] {
+        let e = check_across(vec![cm(Some("b"))], Some("a"), &all, Some(other)).expect_err("not ours");
+        assert_eq!(e.reason, RejectReason::NotControlled);
+    }
+}
+
+#[test]
+fn finalizers_and_the_hosts_labels_are_the_hosts() {
+    let with = |meta: Value| {
+        let mut d: Value = serde_json::from_str(&deployment("d")).expect("json");
+        for (k, v) in meta.as_object().expect("map") {
+            d["metadata"][k] = v.clone();
+        }
+        decode(raw(vec![d.to_string()]), &OutcomeLimits::default()).map(|_| ())
+    };
+    let e = with(json!({"finalizers": ["example.com/mine"]})).expect_err("finalizers");
+    assert_eq!(e.reason, RejectReason::Forbidden);
+    assert!(e.message.contains("metadata.finalizers"), "{}", e.message);
+    let e = with(json!({"labels": {"kwop.dev/owner-uid": "someone-else"}})).expect_err("a host label");
+    assert!(e.message.contains("labels.kwop.dev/owner-uid"), "{}", e.message);
+    let e = with(json!({"annotations": {"kwop.dev/intent-hash": "x"}})).expect_err("a host annotation");
+    assert_eq!(e.reason, RejectReason::Forbidden);
+    assert!(with(json!({"labels": {"kwop.dev.example/x": "fine", "app": "x"}})).is_ok());
 }
 
 fn owned_by(uid: &str) -> Value {
@@ -193,7 +278,7 @@ proptest! {
         let info = info();
         let namespaced = |g: &Gvk| g.kind != "Namespace";
         let obs = move |_: &Gvk, _: Option<&str>, _: &str| observed.clone();
-        let ctx = FenceContext { info: &info, primary_namespace: Some("ns"), primary_uid: "uid-1", namespaced: &namespaced, observed: &obs };
+        let ctx = FenceContext { info: &info, primary_namespace: Some("ns"), primary_uid: "uid-1", granted: &Granted::All, namespaced: &namespaced, observed: &obs };
         if let Ok(ns) = fence(&o, &ctx) {
             for (i, n) in o.apply.iter().zip(&ns.apply) {
                 prop_assert!(info.owns.contains(&i.gvk), "undeclared {}", i.gvk);
@@ -201,6 +286,34 @@ proptest! {
             }
             if !o.apply.is_empty() {
                 prop_assert!(owner.is_none() || owner == Some("uid-1"), "wrote over an object controlled by {:?}", owner);
+            }
+        }
+    }
+}
+
+proptest! {
+    /// For a kind owned across namespaces: whatever the plugin returns and whatever exists, an
+    /// accepted outcome writes only in granted namespaces and only over objects tracked for this
+    /// primary by this plugin.
+    #[test]
+    fn the_fence_never_lets_a_copy_land_outside_its_grants_or_over_another_owner(
+        targets in proptest::collection::vec(proptest::option::of(prop::sample::select(vec!["a", "b", "c", ""])), 0..5),
+        label in prop::sample::select(vec![None, Some(("uid-1", "sync")), Some(("uid-2", "sync")), Some(("uid-1", "other"))]),
+        primary_ns in prop::sample::select(vec![None, Some("a")]),
+    ) {
+        let listed = Granted::Listed(["a".to_string(), "b".to_string()].into());
+        let texts = targets.iter().enumerate().map(|(i, ns)| {
+            let mut v = json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name": format!("c{i}")}});
+            if let Some(ns) = ns { v["metadata"]["namespace"] = json!(ns); }
+            v.to_string()
+        }).collect();
+        let observed = label.map(|(u, p)| tracked(u, p));
+        if let Ok(placed) = check_across(texts, primary_ns, &listed, observed) {
+            for ns in &placed {
+                prop_assert!(matches!(ns.as_deref(), Some("a") | Some("b")), "written in {:?}", ns);
+            }
+            if !placed.is_empty() {
+                prop_assert!(label.is_none() || label == Some(("uid-1", "sync")), "wrote over {:?}", label);
             }
         }
     }

@@ -1,0 +1,194 @@
+//! A primary's deletion lifecycle, on the controller's side. A finalizing plugin's finalizer is on
+//! the primary before anything is written for it. When the primary is being deleted, `finalize`
+//! runs instead of `reconcile` until it says done; its deletions and status are written (fenced
+//! as any outcome), and then the finalizer comes off. A failing `finalize` is retried with
+//! backoff and never silent: a Warning event `FinalizeFailed`, the condition `Finalized` False in
+//! the primary's `status.conditions` (when its schema has them), and
+//! `kwop_finalize_total{result="error"|"failure"|"rejected"}`.
+
+use super::reads::RecordingCache;
+use super::reconcile::{warning, Next};
+use super::seen::Seen;
+use super::Inner;
+use crate::finalize;
+use crate::outcome::{self, tracking::Owner, EventSpec, Severity};
+use crate::plugin::{CacheView, CallSpec, LoadedPlugin, Request};
+use crate::report::REASON_FINALIZE_FAILED;
+use crate::telemetry::Metrics;
+use crate::watch::{Cached, ObjectKey};
+use kube::api::DynamicObject;
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
+
+impl Inner {
+    /// Puts the plugin's finalizer on the primary if it finalizes, takes it off if it does not
+    /// (one left by an earlier version). Whether a request was sent, or what comes next.
+    pub(super) async fn keep_finalizer(&self, primary: &DynamicObject, plugin: &LoadedPlugin) -> Result<bool, Next> {
+        let (name, present) = (&plugin.info.name, plugin.info.finalizes);
+        match self.applier.set_finalizer(&self.primary.resolved, primary, &plugin.info.finalizer(), present).await {
+            Ok(wrote) => {
+                if wrote {
+                    let kind = &self.primary.resolved.gvk.kind;
+                    self.shared.metrics.writes.get_or_create(&Metrics::write(name, kind, "finalizer")).inc();
+                    tracing::debug!(present, "finalizer {}", if present { "added" } else { "removed" });
+                }
+                Ok(wrote)
+            }
+            Err(e) => {
+                let what = if present { "adding the finalizer" } else { "removing the finalizer" };
+                Err(self.write_failed(primary, name, what, e).await)
+            }
+        }
+    }
+
+    /// A primary being deleted: `finalize` while the plugin's finalizer is on it.
+    pub(super) async fn deleting(
+        &self,
+        key: &ObjectKey,
+        plugin: &Arc<LoadedPlugin>,
+        cached: &Arc<Cached>,
+        seen: &Seen<'_>,
+    ) -> Next {
+        if !cached.has_finalizer(&plugin.info.finalizer()) {
+            return Next::Done;
+        }
+        // The finalizer is off already; the cache has not seen it go yet.
+        if self.finalized_at(key).as_deref() == Some(cached.resource_version()) {
+            return Next::Done;
+        }
+        let primary = cached.object();
+        if !plugin.info.finalizes {
+            // An earlier version finalized; this one does not: there is nothing to wait for.
+            return match self.keep_finalizer(&primary, plugin).await {
+                Ok(_) => Next::Done,
+                Err(next) => next,
+            };
+        }
+        let (name, limits) = (plugin.info.name.as_str(), &self.shared.config.outcome_limits);
+        let (uid, ns) = (cached.uid().to_string(), cached.namespace().map(str::to_string));
+        let req = Request {
+            primary: cached.json().to_string(),
+            owned: seen.objects().map(|(_, o)| o.json().to_string()).collect(),
+        };
+        let spec = CallSpec {
+            object: key.to_string(),
+            uid: uid.clone(),
+            resource_version: cached.resource_version().to_string(),
+            started_at: SystemTime::now(),
+            clock_read: None,
+        };
+        let now = spec.started_at;
+        let view = Arc::new(RecordingCache::new(self.caches.clone(), ns.clone(), plugin.grants.clone()));
+        let started = Instant::now();
+        let r = plugin.finalize(req, spec, view.clone() as Arc<dyn CacheView>).await;
+        self.shared.metrics.plugin_call_seconds.get_or_create(&Metrics::plugin(name)).observe(started.elapsed().as_secs_f64());
+        // What it read wakes it when it changes, as for reconcile.
+        self.read_index().record(key, view.take());
+        let decided = match r {
+            Err(e) => return self.finalize_failed(&primary, plugin, "error", e.to_string(), vec![], true, now).await,
+            Ok(Err(f)) => {
+                let f = outcome::decode_failure(f, limits);
+                return self.finalize_failed(&primary, plugin, "failure", f.message, f.events, f.retry, now).await;
+            }
+            Ok(Ok(raw)) => match outcome::decode_finalize(raw, limits) {
+                Ok(o) => o,
+                Err(r) => {
+                    let m = format!("nothing written: {}", r.message);
+                    return self.finalize_failed(&primary, plugin, "rejected", m, vec![], true, now).await;
+                }
+            },
+        };
+        let mut out = decided.as_outcome();
+        let fenced = match self.fence(&primary, plugin, &out, &uid, seen).await {
+            Ok(f) => f,
+            Err(Ok(r)) => {
+                let m = format!("nothing written: {}", r.message);
+                return self.finalize_failed(&primary, plugin, "rejected", m, vec![], true, now).await;
+            }
+            Err(Err(e)) => return self.write_failed(&primary, name, "get", e).await,
+        };
+        // A success clears the host's failure condition, unless the plugin's status replaces it.
+        if out.status.is_none() {
+            out.status = primary.data.get("status").and_then(finalize::without_failure);
+        }
+        let owner = Owner { uid: &uid, namespace: ns.as_deref(), name: &key.name, plugin: name };
+        let mut wrote = match self.write_all(&primary, plugin, &owner, &out, &fenced).await {
+            Ok(w) => w,
+            Err(next) => return next,
+        };
+        if !decided.done {
+            self.report(&primary, &decided.events, wrote).await;
+            self.shared.metrics.finalized(name, "pending");
+            return Next::After(decided.requeue_after);
+        }
+        match self.keep_finalizer_off(key, &primary, plugin).await {
+            Ok(w) => wrote |= w,
+            Err(next) => return next,
+        }
+        self.report(&primary, &decided.events, wrote).await;
+        self.shared.metrics.finalized(name, "done");
+        tracing::info!("finalized; finalizer removed");
+        Next::Done
+    }
+
+    /// Takes the finalizer off after `finalize` said done, remembering the version it was taken
+    /// off (so a cache that has not caught up does not finalize a second time).
+    async fn keep_finalizer_off(
+        &self,
+        key: &ObjectKey,
+        primary: &DynamicObject,
+        plugin: &LoadedPlugin,
+    ) -> Result<bool, Next> {
+        let f = plugin.info.finalizer();
+        match self.applier.set_finalizer(&self.primary.resolved, primary, &f, false).await {
+            Ok(wrote) => {
+                if let Some(rv) = &primary.metadata.resource_version {
+                    self.finalized.lock().unwrap_or_else(|p| p.into_inner()).insert(key.clone(), rv.clone());
+                }
+                let kind = &self.primary.resolved.gvk.kind;
+                self.shared.metrics.writes.get_or_create(&Metrics::write(&plugin.info.name, kind, "finalizer")).inc();
+                Ok(wrote)
+            }
+            Err(e) => Err(self.write_failed(primary, &plugin.info.name, "removing the finalizer", e).await),
+        }
+    }
+
+    /// The resourceVersion a primary's finalizer was taken off at, if it was.
+    fn finalized_at(&self, key: &ObjectKey) -> Option<String> {
+        self.finalized.lock().unwrap_or_else(|p| p.into_inner()).get(key).cloned()
+    }
+
+    /// A failed `finalize`: reported on the primary (events, the `Finalized` condition) and in
+    /// the metrics; retried with backoff unless the plugin said not to.
+    #[allow(clippy::too_many_arguments)]
+    async fn finalize_failed(
+        &self,
+        primary: &DynamicObject,
+        plugin: &LoadedPlugin,
+        result: &str,
+        message: String,
+        mut events: Vec<EventSpec>,
+        retry: bool,
+        now: SystemTime,
+    ) -> Next {
+        let name = &plugin.info.name;
+        tracing::warn!(result, "finalize failed, the deletion waits: {message}");
+        self.shared.metrics.finalized(name, result);
+        if !events.iter().any(|e| e.severity == Severity::Warning) {
+            events.push(warning(REASON_FINALIZE_FAILED, format!("{name} {}: {message}", plugin.info.version)));
+        }
+        self.report(primary, &events, false).await;
+        let when = humantime::format_rfc3339_seconds(now).to_string();
+        if let Some(status) = finalize::with_failure(primary.data.get("status"), &message, primary.metadata.generation, &when)
+        {
+            if let Err(e) = self.applier.status(&self.primary.resolved, primary, &status).await {
+                tracing::debug!("condition {} not written (does the status schema have conditions?): {e}", finalize::CONDITION);
+            }
+        }
+        if retry {
+            Next::Retry
+        } else {
+            Next::Done
+        }
+    }
+}

@@ -1,0 +1,70 @@
+//! The contract versions the host serves, and what one call asks of and gets from a plugin.
+
+use super::bindings::{v01, v02, wit};
+use super::sandbox::{HostState, RawResult};
+use std::time::SystemTime;
+
+/// The contract version a component implements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum World {
+    /// `kwop:reconciler@0.1.x`.
+    #[serde(rename = "kwop:reconciler@0.1.0")]
+    V01,
+    /// `kwop:reconciler@0.2.x`.
+    #[serde(rename = "kwop:reconciler@0.2.0")]
+    V02,
+}
+
+impl std::fmt::Display for World {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            World::V01 => "kwop:reconciler@0.1.0",
+            World::V02 => "kwop:reconciler@0.2.0",
+        })
+    }
+}
+
+/// A component pre-linked against the world it implements.
+#[derive(Clone)]
+pub(crate) enum Pre {
+    V01(v01::ReconcilerPre<HostState>),
+    V02(v02::ReconcilerPre<HostState>),
+}
+
+/// What one call asks of the plugin.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Export {
+    Reconcile,
+    Finalize,
+}
+
+/// A call's result before decoding: `reconcile`'s or `finalize`'s.
+pub(crate) enum Raw {
+    Reconcile(RawResult),
+    Finalize(RawFinalize),
+}
+
+/// What `finalize` returned, still in WIT types.
+pub type RawFinalize = Result<wit::FinalizeOutcome, wit::Failure>;
+
+/// The input of one call: the primary and the objects it owns, as JSON. The call adds the
+/// reconcile's instant (`request.now`) from its [`CallSpec`].
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Request {
+    /// The primary.
+    pub primary: String,
+    /// The objects it owns.
+    pub owned: Vec<String>,
+}
+
+impl Request {
+    pub(crate) fn to_wit(&self, now: SystemTime) -> wit::Request {
+        let since = now.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        wit::Request {
+            primary: self.primary.clone(),
+            owned: self.owned.clone(),
+            now: wit::Instant { seconds: since.as_secs(), nanoseconds: since.subsec_nanos() },
+        }
+    }
+}
+
