@@ -9,3 +9,4 @@ pub mod foo;
 mod plugin;
 
 pub use foo::{reconcile_json, sync, Decision, Foo, FooSpec, FooStatus, Observed};
+pub use kwop_guest::Time;

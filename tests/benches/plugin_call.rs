@@ -20,19 +20,25 @@
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use kwop::kinds::Gvk;
-use kwop::plugin::{wit, CacheView};
+use kwop::plugin::{CacheView, Request};
 use kwop_tests::bench::calls;
 use std::hint::black_box;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-fn native(req: &wit::Request, cache: &Arc<dyn CacheView>, gvk: &Gvk) -> (Vec<String>, String) {
+fn native(req: &Request, cache: &Arc<dyn CacheView>, gvk: &Gvk) -> (Vec<String>, String) {
     let lookup = |ns: &str, name: &str| cache.get(gvk, Some(ns), name);
-    match guest_foo::reconcile_json(&req.primary, &lookup) {
+    match guest_foo::reconcile_json(&req.primary, &lookup, now()) {
         Ok(r) => r,
         Err(_) => panic!("guest-foo failed natively"),
     }
+}
+
+/// The reconcile's instant as the host gives it to the plugin (its request's `now`).
+fn now() -> guest_foo::Time {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    guest_foo::Time { seconds: since.as_secs(), nanoseconds: since.subsec_nanos() }
 }
 
 fn bench(c: &mut Criterion) {

@@ -14,8 +14,17 @@ pub const CHAOS_INFO_SLEEPS: &str = env!("KWOP_PLUGIN_CHAOS_INFO_SLEEPS");
 pub const CHAOS_SLOW_INFO: &str = env!("KWOP_PLUGIN_CHAOS_SLOW_INFO");
 /// Heal → Service + ConfigMap copying a read Deployment's status (tests/plugins/selfheal).
 pub const SELFHEAL: &str = env!("KWOP_PLUGIN_SELFHEAL");
+/// Fin → ConfigMap copies in other namespaces; its finalize misbehaves on demand
+/// (tests/plugins/finalizer, `kwop:reconciler@0.2`).
+pub const FINALIZER: &str = env!("KWOP_PLUGIN_FINALIZER");
 /// A valid component of another world (a WASI command).
 pub const WRONG_WORLD: &str = env!("KWOP_PLUGIN_WRONG_WORLD");
+
+/// guest-foo as built before `kwop:reconciler@0.2` (its 0.1.0, kept as it was): the host still
+/// runs 0.1 plugins unchanged.
+pub fn guest_foo_v01() -> String {
+    crate::repo_root().join("tests/fixtures/plugins/guest-foo-0.1.0.wasm").display().to_string()
+}
 
 /// A fresh plugin folder holding copies of `plugins` as `(file name, source)`.
 pub fn folder(plugins: &[(&str, &str)]) -> anyhow::Result<PathBuf> {

@@ -37,7 +37,7 @@ fn plugin_call_cost_wasm_fresh_reused_and_native() -> anyhow::Result<()> {
     let gvk = Gvk::new("apps", "v1", "Deployment");
     let native = || {
         let lookup = |ns: &str, name: &str| cache.get(&gvk, Some(ns), name);
-        guest_foo::reconcile_json(&req.primary, &lookup).unwrap_or_default()
+        guest_foo::reconcile_json(&req.primary, &lookup, guest_foo::Time::EXAMPLE).unwrap_or_default()
     };
     let (apply, status) = native();
     calls::check_outcome(&apply, Some(&status))?;

@@ -8,7 +8,7 @@
 mod common;
 
 use common::*;
-use kwop::plugin::{wit, EngineConfig, Limits, LoadedPlugin, PluginEngine, StaticCache};
+use kwop::plugin::{EngineConfig, Request, Limits, LoadedPlugin, PluginEngine, StaticCache};
 use kwop_tests::{ControlPlane, Mode};
 use serde_json::json;
 use std::path::PathBuf;
@@ -106,7 +106,7 @@ async fn the_host_runs_the_go_guest() -> anyhow::Result<()> {
 
 /// The request of the realloc regression: a Foo whose 1 000 owned Deployments carry 4 KB each,
 /// and the Deployment it names answered from the cache with 1 MB (an annotation), 7 available.
-fn large_request() -> (wit::Request, Arc<StaticCache>) {
+fn large_request() -> (Request, Arc<StaticCache>) {
     let uid = "uid-large";
     let owner = json!([{ "apiVersion": "samplecontroller.k8s.io/v1alpha1", "kind": "Foo", "name": "large",
         "uid": uid, "controller": true, "blockOwnerDeletion": true }]);
@@ -124,7 +124,7 @@ fn large_request() -> (wit::Request, Arc<StaticCache>) {
     let big = deployment("large", 1 << 20, 7);
     let mut cache = StaticCache::default();
     cache.insert(big);
-    (wit::Request { primary: primary.to_string(), owned }, Arc::new(cache))
+    (Request { primary: primary.to_string(), owned }, Arc::new(cache))
 }
 
 fn check_large_outcome(r: &kwop::plugin::RawResult) {

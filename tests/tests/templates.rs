@@ -67,7 +67,8 @@ async fn runs_on_the_cluster(plugin: &Path, name: &str) -> anyhow::Result<()> {
 fn new_plugin_passes_its_tests(lang: &str) -> (PathBuf, PathBuf) {
     let name = format!("hello-{lang}");
     let dir = scaffold(&name, lang);
-    for f in ["README.md", "RUNNING.md", "foo.yaml", "crds/foo.yaml", "wit/reconciler.wit", ".gitignore"] {
+    let wit = if lang == "rust" { "wit/v0.2/reconciler.wit" } else { "wit/reconciler.wit" };
+    for f in ["README.md", "RUNNING.md", "foo.yaml", "crds/foo.yaml", wit, ".gitignore"] {
         assert!(dir.join(f).is_file(), "{lang}: {f} missing");
     }
     let tests = run(&dir, "./test.sh", &[]);

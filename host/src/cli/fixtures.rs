@@ -3,9 +3,11 @@
 //!
 //! A fixture is a folder with `primary.yaml` (the primary object), an optional `observed.yaml`
 //! (what the cache holds: any number of YAML documents or a List), and `expected.json`, exactly
-//! what `kwop plugin reconcile` prints for them.
+//! what `kwop plugin reconcile` prints for them. An optional `call.json` fixes the reconcile's
+//! instant (`startedAtUnixNanos`, as a recording has it), so clock-dependent outcomes (a
+//! condition's transition time) are reproducible.
 
-use super::offline::{read_objects, reconcile_offline, Checks};
+use super::offline::{read_objects, reconcile_offline_at, Checks};
 use crate::plugin::LoadedPlugin;
 use crate::schema::Schemas;
 use anyhow::{anyhow, bail, Context};
@@ -14,7 +16,13 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// Runs (or updates) every fixture under `roots`; prints one line per fixture and a summary.
-pub(super) fn run(p: &LoadedPlugin, roots: &[PathBuf], schemas: &Schemas, update: bool) -> anyhow::Result<ExitCode> {
+pub(super) fn run(
+    p: &LoadedPlugin,
+    roots: &[PathBuf],
+    schemas: &Schemas,
+    update: bool,
+    ignore: &[String],
+) -> anyhow::Result<ExitCode> {
     let mut dirs = Vec::new();
     for r in roots {
         collect(r, update, &mut dirs)?;
@@ -24,7 +32,7 @@ pub(super) fn run(p: &LoadedPlugin, roots: &[PathBuf], schemas: &Schemas, update
     }
     let (mut passed, mut failed, mut written) = (0, 0, 0);
     for d in &dirs {
-        match run_one(p, d, schemas, update) {
+        match run_one(p, d, schemas, update, ignore) {
             Ok(Verdict::Same) => {
                 passed += 1;
                 println!("ok   {}", d.display());
@@ -78,18 +86,34 @@ pub(super) fn collect(dir: &Path, update: bool, out: &mut Vec<PathBuf>) -> anyho
     Ok(())
 }
 
-fn run_one(p: &LoadedPlugin, dir: &Path, schemas: &Schemas, update: bool) -> anyhow::Result<Verdict> {
+fn run_one(p: &LoadedPlugin, dir: &Path, schemas: &Schemas, update: bool, ignore: &[String]) -> anyhow::Result<Verdict> {
     let primary =
         read_objects(&dir.join("primary.yaml"))?.into_iter().next().ok_or_else(|| anyhow!("primary.yaml is empty"))?;
     let observed_file = dir.join("observed.yaml");
     let observed = if observed_file.exists() { read_objects(&observed_file)? } else { Vec::new() };
-    let (got, _) = reconcile_offline(p, primary, observed, &Checks { fence: true, schemas });
+    let call_file = dir.join("call.json");
+    let started_at = match std::fs::read_to_string(&call_file) {
+        Ok(text) => {
+            let call: Value = serde_json::from_str(&text).context("call.json is not JSON")?;
+            let at = crate::shadow::record::started_at(&call)
+                .ok_or_else(|| anyhow!("{}: no startedAtUnixNanos (an integer)", call_file.display()))?;
+            Some(at)
+        }
+        Err(_) => None,
+    };
+    let (mut got, _) = reconcile_offline_at(p, primary, observed, &Checks { fence: true, schemas }, started_at);
     let expected_file = dir.join("expected.json");
-    let expected: Option<Value> = match std::fs::read_to_string(&expected_file) {
+    let mut expected: Option<Value> = match std::fs::read_to_string(&expected_file) {
         Ok(text) => Some(serde_json::from_str(&text).context("expected.json is not JSON")?),
         Err(_) if update => None,
         Err(e) => return Err(e).with_context(|| format!("cannot read {}", expected_file.display())),
     };
+    for path in ignore {
+        remove_path(&mut got, path);
+        if let Some(e) = expected.as_mut() {
+            remove_path(e, path);
+        }
+    }
     if expected.as_ref() == Some(&got) {
         return Ok(Verdict::Same);
     }
@@ -101,4 +125,32 @@ fn run_one(p: &LoadedPlugin, dir: &Path, schemas: &Schemas, update: bool) -> any
     let mut lines = Vec::new();
     crate::shadow::compare::diff("", expected.as_ref().unwrap_or(&Value::Null), &got, &mut lines);
     Ok(Verdict::Differs(lines))
+}
+
+/// Removes the field at `path` (`.status.conditions`: object keys separated by dots) if there.
+fn remove_path(v: &mut Value, path: &str) {
+    let keys: Vec<&str> = path.trim_start_matches('.').split('.').filter(|k| !k.is_empty()).collect();
+    let Some((last, parents)) = keys.split_last() else { return };
+    let mut cur = v;
+    for k in parents {
+        match cur.get_mut(*k) {
+            Some(next) => cur = next,
+            None => return,
+        }
+    }
+    if let Some(m) = cur.as_object_mut() {
+        m.remove(*last);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn an_ignored_path_is_removed_where_it_is_and_nothing_else() {
+        let mut v = serde_json::json!({"status": {"availableReplicas": 1, "conditions": []}, "apply": []});
+        super::remove_path(&mut v, ".status.conditions");
+        super::remove_path(&mut v, ".status.missing.deeper");
+        super::remove_path(&mut v, "");
+        assert_eq!(v, serde_json::json!({"status": {"availableReplicas": 1}, "apply": []}));
+    }
 }

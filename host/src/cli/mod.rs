@@ -238,6 +238,10 @@ pub enum PluginCommand {
         /// Built-in kinds (ConfigMap, Deployment...) are always checked against their types.
         #[arg(long = "crd", value_name = "FILE")]
         crds: Vec<PathBuf>,
+        /// The reconcile's instant (`request.now`, the plugin's wall clock), RFC 3339, e.g.
+        /// 2026-01-01T00:00:00Z [default: now].
+        #[arg(long, value_parser = humantime::parse_rfc3339_weak)]
+        now: Option<std::time::SystemTime>,
         /// Sandbox limits.
         #[command(flatten)]
         sandbox: SandboxArgs,
@@ -256,7 +260,9 @@ pub enum PluginCommand {
         sandbox: SandboxArgs,
     },
     /// Run conformance fixtures (folders with primary, observed and expected outcome) against a
-    /// plugin; exits 1 if any differs.
+    /// plugin; exits 1 if any differs. A fixture's optional call.json fixes the reconcile's
+    /// instant (`{"startedAtUnixNanos": N}`, as `kwop run --record` writes it); without one the
+    /// plugin's clock reads now.
     Test {
         /// The component.
         file: PathBuf,
@@ -270,6 +276,11 @@ pub enum PluginCommand {
         /// instead of comparing. Review the diff before committing it.
         #[arg(long)]
         update: bool,
+        /// Leave a field out of the comparison, in the notation of the differences printed
+        /// (e.g. `.status.conditions`), in expected and actual alike. Repeatable. For fixtures
+        /// written for another plugin of the same kind that reports more (or less) than they say.
+        #[arg(long = "ignore", value_name = "PATH")]
+        ignore: Vec<String>,
         /// Sandbox limits.
         #[command(flatten)]
         sandbox: SandboxArgs,

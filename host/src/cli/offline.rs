@@ -30,7 +30,7 @@ pub(super) fn plugin(cmd: PluginCommand) -> anyhow::Result<ExitCode> {
         PluginCommand::New { name, lang, dir } => super::new::new(&name, &lang, dir),
         PluginCommand::Push(args) => super::oci::push(args),
         PluginCommand::Pull(args) => super::oci::pull(args),
-        PluginCommand::Reconcile { file, primary, observed, no_fence, crds, sandbox } => {
+        PluginCommand::Reconcile { file, primary, observed, no_fence, crds, now, sandbox } => {
             let schemas = load_crds(&crds)?;
             let engine = engine(&sandbox)?;
             let p = LoadedPlugin::load_file(&engine, &file, limits(&sandbox))
@@ -43,7 +43,8 @@ pub(super) fn plugin(cmd: PluginCommand) -> anyhow::Result<ExitCode> {
             for f in &observed {
                 objects.extend(read_objects(f)?);
             }
-            let (out, ok) = reconcile_offline(&p, primary, objects, &Checks { fence: !no_fence, schemas: &schemas });
+            let checks = Checks { fence: !no_fence, schemas: &schemas };
+            let (out, ok) = reconcile_offline_at(&p, primary, objects, &checks, now);
             print_json(&out)?;
             Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
         }
@@ -53,12 +54,12 @@ pub(super) fn plugin(cmd: PluginCommand) -> anyhow::Result<ExitCode> {
                 .map_err(|e| anyhow!("{}: {e}", file.display()))?;
             super::replay::run(&p, &recordings)
         }
-        PluginCommand::Test { file, fixtures, crds, update, sandbox } => {
+        PluginCommand::Test { file, fixtures, crds, update, ignore, sandbox } => {
             let schemas = load_crds(&crds)?;
             let engine = engine(&sandbox)?;
             let p = LoadedPlugin::load_file(&engine, &file, limits(&sandbox))
                 .map_err(|e| anyhow!("{}: {e}", file.display()))?;
-            super::fixtures::run(&p, &fixtures, &schemas, update)
+            super::fixtures::run(&p, &fixtures, &schemas, update, &ignore)
         }
         PluginCommand::List { plugins, url, sandbox } => match (plugins, url) {
             (_, Some(url)) => {
@@ -231,13 +232,9 @@ fn place_in_namespaces(primary: &mut Value, observed: &mut [Value], schemas: &Sc
     ns
 }
 
-/// One reconcile with a static cache; returns the JSON to print and whether it succeeded.
-pub fn reconcile_offline(p: &LoadedPlugin, primary: Value, observed: Vec<Value>, checks: &Checks<'_>) -> (Value, bool) {
-    reconcile_offline_at(p, primary, observed, checks, None)
-}
-
-/// [`reconcile_offline`] with the plugin's clock at `started_at` (a recorded reconcile's; now
-/// when `None`).
+/// One reconcile (or, for a primary being deleted, `finalize`) with a static cache, the plugin's
+/// clock at `started_at` (a fixture's or a recording's; now when `None`); returns the JSON to
+/// print and whether it succeeded.
 pub fn reconcile_offline_at(
     p: &LoadedPlugin,
     mut primary: Value,

@@ -1,4 +1,5 @@
-//! Files a new plugin gets from elsewhere in the repository, so each exists once: the WIT, the
+//! Files a new plugin gets from elsewhere in the repository, so each exists once: the WIT (0.2 for
+//! Rust, whose SDK implements it; 0.1 for the other languages, whose helpers do), the
 //! Foo CRD, the Rust SDK (with a standalone manifest and the workspace's lock file), the pinned
 //! JavaScript and Python toolchains and helper modules (`wit/js`, `wit/python`, vendored into
 //! `src/`), the C JSON library and the Go SDK (`wit/go`, with its build script).
@@ -10,9 +11,9 @@ use std::path::PathBuf;
 static GO_SDK: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/../wit/go");
 
 const WIT: &str = include_str!("../../../wit/reconciler.wit");
+const WIT_V02: &str = include_str!("../../../wit/v0.2/reconciler.wit");
 const FOO_CRD: &str = include_str!("../../../crds/foo.yaml");
-const SDK_LIB: &str = include_str!("../../../wit/rust/src/lib.rs");
-const SDK_TESTING: &str = include_str!("../../../wit/rust/src/testing.rs");
+static SDK_SRC: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/../wit/rust/src");
 const SDK_MANIFEST: &str = include_str!("../../../wit/rust/Cargo.toml");
 const CARGO_LOCK: &str = include_str!("../../../Cargo.lock");
 const WORKSPACE_MANIFEST: &str = include_str!("../../../Cargo.toml");
@@ -44,14 +45,19 @@ const C_ESCAPE_TABLE: &str = include_str!("../../../guest-foo/c/src/debug_escape
 
 /// The extra files of a plugin in `lang`, as (path in the plugin folder, contents).
 pub(super) fn files(lang: &str, vars: &Vars) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut out = vec![("wit/reconciler.wit", WIT.to_string()), ("crds/foo.yaml", FOO_CRD.to_string())];
+    let wit = if lang == "rust" { ("wit/v0.2/reconciler.wit", WIT_V02) } else { ("wit/reconciler.wit", WIT) };
+    let mut out = vec![(wit.0, wit.1.to_string()), ("crds/foo.yaml", FOO_CRD.to_string())];
     match lang {
         "rust" => {
             out.push(("wit/rust/Cargo.toml", standalone_sdk_manifest()));
-            out.push(("wit/rust/src/lib.rs", SDK_LIB.to_string()));
-            out.push(("wit/rust/src/testing.rs", SDK_TESTING.to_string()));
             // The versions kwop itself is built and tested with (cargo drops what is unused).
             out.push(("Cargo.lock", CARGO_LOCK.to_string()));
+            let mut files: Vec<(PathBuf, Vec<u8>)> =
+                out.into_iter().map(|(p, s)| (PathBuf::from(p), s.into_bytes())).collect();
+            files.extend(
+                SDK_SRC.files().map(|f| (PathBuf::from("wit/rust/src").join(f.path()), f.contents().to_vec())),
+            );
+            return files;
         }
         "js" => {
             out.push(("package.json", renamed_package(JS_PACKAGE, vars, true)));

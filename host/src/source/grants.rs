@@ -171,7 +171,7 @@ mod tests {
     fn grants(namespaces: Option<Vec<String>>) -> Grants {
         Grants::from_spec(&crd::Grants {
             primary: k("samplecontroller.k8s.io/v1alpha1", "Foo"),
-            owns: vec![owned("apps/v1", "Deployment", false), owned("v1", "Secret", true)],
+            owns: vec![owned("apps/v1", "Deployment", false), owned("v1", "ServiceAccount", true)],
             reads: vec![k("v1", "ConfigMap")],
             namespaces,
         })
@@ -214,10 +214,10 @@ mod tests {
     #[test]
     fn owning_across_namespaces_must_be_granted_as_such() {
         let g = grants(None);
-        let secret = Gvk::new("", "v1", "Secret");
+        let sa = Gvk::new("", "v1", "ServiceAccount");
         let dep = Gvk::new("apps", "v1", "Deployment");
-        let mut i = info(vec![secret.clone(), dep.clone()], vec![]);
-        i.across = vec![secret];
+        let mut i = info(vec![sa.clone(), dep.clone()], vec![]);
+        i.across = vec![sa];
         i.finalizes = true;
         assert!(g.check(&i).is_ok());
         i.across = vec![dep];

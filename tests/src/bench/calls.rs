@@ -3,7 +3,7 @@
 //! (the primary and the owned objects as JSON text; the Deployment also answered from the cache
 //! import).
 
-use kwop::plugin::{wit, CacheView, EngineConfig, Limits, LoadedPlugin, PluginEngine, StaticCache};
+use kwop::plugin::{CacheView, EngineConfig, Request, Limits, LoadedPlugin, PluginEngine, StaticCache};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::sync::Arc;
@@ -87,8 +87,8 @@ pub fn deployment() -> Value {
 }
 
 /// The request the host sends for [`foo`]: the Foo and the one Deployment it controls.
-pub fn request() -> wit::Request {
-    wit::Request { primary: foo().to_string(), owned: vec![deployment().to_string()] }
+pub fn request() -> Request {
+    Request { primary: foo().to_string(), owned: vec![deployment().to_string()] }
 }
 
 /// The cache the plugin reads the Deployment from.
