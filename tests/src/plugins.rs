@@ -23,7 +23,7 @@ pub const WRONG_WORLD: &str = env!("KWOP_PLUGIN_WRONG_WORLD");
 /// guest-foo as built before `kwop:reconciler@0.2` (its 0.1.0, kept as it was): the host still
 /// runs 0.1 plugins unchanged.
 pub fn guest_foo_v01() -> String {
-    crate::repo_root().join("tests/fixtures/plugins/guest-foo-0.1.0.wasm").display().to_string()
+    crate::repo_root().join("tests/fixtures/plugins/guest-foo-wit-0.1.wasm").display().to_string()
 }
 
 /// A fresh plugin folder holding copies of `plugins` as `(file name, source)`.

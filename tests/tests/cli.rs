@@ -19,11 +19,58 @@ fn fixtures() -> String {
     kwop_tests::repo_root().join("tests/fixtures/foo").display().to_string()
 }
 
+/// What guest-foo reports beyond sample-controller's status (checked by tests/fixtures/foo-conditions).
+const BEYOND_SAMPLE_CONTROLLER: [&str; 4] = ["--ignore", ".status.conditions", "--ignore", ".status.observedGeneration"];
+
 #[test]
 fn guest_foo_passes_every_conformance_fixture() {
-    let (code, out, err) = kwop(&["plugin", "test", plugins::GUEST_FOO, &fixtures()]);
+    let mut args = vec!["plugin", "test", plugins::GUEST_FOO];
+    args.extend(BEYOND_SAMPLE_CONTROLLER);
+    let f = fixtures();
+    args.push(&f);
+    let (code, out, err) = kwop(&args);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("13 passed, 0 failed"), "{out}");
+    // The ignored fields are really there, and really compared without --ignore.
+    let (code, out, _) = kwop(&["plugin", "test", plugins::GUEST_FOO, &f]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains(".status.conditions: expected") && out.contains("01-creates-deployment"), "{out}");
+}
+
+#[test]
+fn guest_foo_reports_ready_and_progressing_with_stable_transition_times() {
+    let conditions = kwop_tests::repo_root().join("tests/fixtures/foo-conditions").display().to_string();
+    let crd = kwop_tests::repo_root().join("crds/foo.yaml").display().to_string();
+    let (code, out, err) = kwop(&["plugin", "test", plugins::GUEST_FOO, &conditions, "--crd", &crd]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("3 passed, 0 failed"), "{out}");
+}
+
+#[test]
+fn guest_foo_built_for_wit_0_1_still_passes_the_fixtures_unchanged() {
+    let old = plugins::guest_foo_v01();
+    let (code, out, err) = kwop(&["plugin", "test", &old, &fixtures()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("13 passed, 0 failed"), "{out}");
+}
+
+#[test]
+fn inspect_shows_the_world_and_what_a_plugin_finalizes() {
+    let old = plugins::guest_foo_v01();
+    for (file, world, finalizes) in [
+        (plugins::GUEST_FOO, "kwop:reconciler@0.2.0", false),
+        (old.as_str(), "kwop:reconciler@0.1.0", false),
+        (plugins::FINALIZER, "kwop:reconciler@0.2.0", true),
+        (plugins::CHAOS, "kwop:reconciler@0.1.0", false),
+    ] {
+        let (code, out, err) = kwop(&["plugin", "inspect", file]);
+        assert_eq!(code, 0, "{file}: {err}");
+        let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+        assert_eq!((v["world"].as_str(), v["finalizes"].as_bool()), (Some(world), Some(finalizes)), "{file}: {v}");
+    }
+    let (_, out, _) = kwop(&["plugin", "inspect", plugins::FINALIZER]);
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(v["ownsAcrossNamespaces"][0]["kind"], "ConfigMap", "{v}");
 }
 
 #[test]

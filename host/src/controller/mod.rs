@@ -286,6 +286,8 @@ fn publish_info(shared: &Shared, file: &str, p: &LoadedPlugin, synced: bool) {
             sha256: p.sha256.clone(),
             file: file.to_string(),
             primary: p.info.primary.to_string(),
+            world: p.world().to_string(),
+            finalizes: p.info.finalizes,
             synced,
             last_error: None,
             stopping: false,

@@ -149,6 +149,8 @@ impl Supervisor {
             version: g.info.version.clone(),
             primary: g.info.primary.to_string(),
             sha256: g.sha256.clone(),
+            world: g.world().to_string(),
+            finalizes: g.info.finalizes,
         });
         let _ = tx.send(Report { key: file.to_string(), good, state, active: self.active });
     }

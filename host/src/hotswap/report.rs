@@ -12,6 +12,10 @@ pub struct Identity {
     pub primary: String,
     /// sha256 of the component, hex.
     pub sha256: String,
+    /// The contract version it implements (`kwop:reconciler@0.2.0`).
+    pub world: String,
+    /// `info().finalizes`.
+    pub finalizes: bool,
 }
 
 /// Where a plugin stands.

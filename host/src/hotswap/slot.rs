@@ -48,6 +48,8 @@ pub(super) fn status_of(file: &str, p: &LoadedPlugin) -> PluginStatus {
         sha256: p.sha256.clone(),
         file: file.to_string(),
         primary: p.info.primary.to_string(),
+        world: p.world().to_string(),
+        finalizes: p.info.finalizes,
         synced: false,
         last_error: None,
         stopping: false,

@@ -234,6 +234,12 @@ pub struct PluginIdentity {
     pub version: String,
     /// `info().primary`, as `group/version/Kind`.
     pub primary: String,
+    /// The contract version it implements, e.g. `kwop:reconciler@0.2.0`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub world: Option<String>,
+    /// `info().finalizes`: the host keeps the finalizer `kwop.dev/<name>` on its primaries.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub finalizes: bool,
 }
 
 /// The CRD as YAML (what `crds/reconcilerplugin.yaml` holds).

@@ -27,6 +27,10 @@ pub struct PluginStatus {
     pub file: String,
     /// Primary kind.
     pub primary: String,
+    /// The contract version it implements (`kwop:reconciler@0.1.0` or `@0.2.0`).
+    pub world: String,
+    /// Whether it finalizes (the finalizer `kwop.dev/<name>` is on its primaries).
+    pub finalizes: bool,
     /// Caches listed and watches connected.
     pub synced: bool,
     /// Last load error for this file, if a newer version was rejected (the active one keeps running).

@@ -144,6 +144,8 @@ pub fn compute(k: &Known<'_>, old: Option<&ReconcilerPluginStatus>) -> Reconcile
             name: g.name.clone(),
             version: g.version.clone(),
             primary: g.primary.clone(),
+            world: Some(g.world.clone()),
+            finalizes: g.finalizes,
         }),
         last_error: degraded.map(|(_, m)| truncate(m)),
         candidate: k.candidate.map(candidate),
@@ -192,7 +194,14 @@ mod tests {
     use crate::hotswap::report::Identity;
 
     fn report(state: State) -> Report {
-        let good = Identity { name: "p".into(), version: "1".into(), primary: "g/v1/Foo".into(), sha256: "ab".into() };
+        let good = Identity {
+            name: "p".into(),
+            version: "1".into(),
+            primary: "g/v1/Foo".into(),
+            sha256: "ab".into(),
+            world: "kwop:reconciler@0.2.0".into(),
+            finalizes: false,
+        };
         Report { key: "reconcilerplugin/p".into(), good: Some(good), state, active: true }
     }
 
