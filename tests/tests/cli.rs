@@ -34,7 +34,7 @@ fn guest_foo_passes_every_conformance_fixture() {
     // The ignored fields are really there, and really compared without --ignore.
     let (code, out, _) = kwop(&["plugin", "test", plugins::GUEST_FOO, &f]);
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains(".status.conditions: expected") && out.contains("01-creates-deployment"), "{out}");
+    assert!(out.contains(".status.conditions: not expected") && out.contains("01-creates-deployment"), "{out}");
 }
 
 #[test]
@@ -75,10 +75,15 @@ fn inspect_shows_the_world_and_what_a_plugin_finalizes() {
 
 #[test]
 fn the_fixture_runner_catches_a_plugin_that_differs() {
-    // v2 adds an annotation to the Deployment: every fixture that applies must fail.
-    let (code, out, _) = kwop(&["plugin", "test", plugins::GUEST_FOO_V2, &fixtures()]);
+    // v2 adds an annotation to the Deployment: every fixture that applies must fail, on it.
+    let f = fixtures();
+    let mut args = vec!["plugin", "test", plugins::GUEST_FOO_V2];
+    args.extend(BEYOND_SAMPLE_CONTROLLER);
+    args.push(&f);
+    let (code, out, _) = kwop(&args);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("FAIL") && out.contains("01-creates-deployment"), "{out}");
+    assert!(out.contains(".metadata.annotations"), "{out}");
 }
 
 #[test]

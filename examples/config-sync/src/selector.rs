@@ -123,7 +123,11 @@ mod tests {
     use std::collections::BTreeMap;
 
     fn req(key: &str, operator: &str, values: &[&str]) -> Requirement {
-        Requirement { key: key.into(), operator: operator.into(), values: values.iter().map(|v| v.to_string()).collect() }
+        Requirement {
+            key: key.into(),
+            operator: operator.into(),
+            values: values.iter().map(|v| v.to_string()).collect(),
+        }
     }
 
     fn selector(labels: &[(&str, &str)], exprs: Vec<Requirement>) -> LabelSelector {
@@ -163,8 +167,14 @@ mod tests {
     #[test]
     fn invalid_selectors_name_the_field_and_the_problem() {
         for (s, want) in [
-            (selector(&[], vec![req("a", "Matches", &["x"])]), "matchExpressions[0].operator: \"Matches\" is not a valid operator"),
-            (selector(&[], vec![req("a", "In", &[])]), "matchExpressions[0].values: must be non-empty when operator is In"),
+            (
+                selector(&[], vec![req("a", "Matches", &["x"])]),
+                "matchExpressions[0].operator: \"Matches\" is not a valid operator",
+            ),
+            (
+                selector(&[], vec![req("a", "In", &[])]),
+                "matchExpressions[0].values: must be non-empty when operator is In",
+            ),
             (selector(&[], vec![req("a", "NotIn", &[])]), "must be non-empty when operator is NotIn"),
             (selector(&[], vec![req("a", "Exists", &["x"])]), "must be empty when operator is Exists"),
             (selector(&[], vec![req("a", "DoesNotExist", &["x"])]), "must be empty when operator is DoesNotExist"),
@@ -174,7 +184,10 @@ mod tests {
             (selector(&[("Example.com/k", "v")], vec![]), "prefix part must be a lowercase RFC 1123 subdomain"),
             (selector(&[("example.com/", "v")], vec![]), "name part must be non-empty"),
             (selector(&[], vec![req("", "Exists", &[])]), "matchExpressions[0].key: invalid label key \"\""),
-            (selector(&[], vec![req("a", "In", &["ok", "not ok"])]), "matchExpressions[0].values: invalid label value \"not ok\""),
+            (
+                selector(&[], vec![req("a", "In", &["ok", "not ok"])]),
+                "matchExpressions[0].values: invalid label value \"not ok\"",
+            ),
         ] {
             let got = to_query(&s).expect_err(want);
             assert!(got.contains(want), "{got:?} should contain {want:?}");

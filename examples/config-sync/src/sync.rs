@@ -222,9 +222,9 @@ fn conflict_events(kind: Kind, name: &str, sync_name: &str, conflicts: &[String]
         events.push(Event::warning(
             ERR_RESOURCE_EXISTS,
             format!(
-                "{} {name:?} also exists and is not managed by ConfigSync {sync_name:?} in {} more (see status.conflicts)",
+                "{} {name:?} also exists and is not managed by ConfigSync {sync_name:?} in {rest} more {} (see status.conflicts)",
                 kind.as_str(),
-                namespaces(count(rest))
+                if rest == 1 { "namespace" } else { "namespaces" }
             ),
         ));
     }

@@ -90,7 +90,10 @@ fn assert_no_leak_in_logs(what: &str) {
 #[test]
 fn secret_data_reaches_the_intents_and_nothing_else() {
     testing::logs();
-    let out = match testing::reconcile::<ConfigSyncPlugin>(&config_sync(json!({ "matchLabels": { "env": "prod" } })), cache(true)) {
+    let out = match testing::reconcile::<ConfigSyncPlugin>(
+        &config_sync(json!({ "matchLabels": { "env": "prod" } })),
+        cache(true),
+    ) {
         Ok(out) => out,
         Err(f) => {
             assert_no_leak_in_failure("reconcile", &f);
@@ -121,7 +124,11 @@ fn secret_data_reaches_the_intents_and_nothing_else() {
 fn secret_data_is_nowhere_when_nothing_is_copied() {
     for (what, selector, with_source) in [
         ("source missing", json!({ "matchLabels": { "env": "prod" } }), false),
-        ("invalid selector", json!({ "matchExpressions": [{ "key": "env", "operator": "Exists", "values": ["x"] }] }), true),
+        (
+            "invalid selector",
+            json!({ "matchExpressions": [{ "key": "env", "operator": "Exists", "values": ["x"] }] }),
+            true,
+        ),
         ("nothing selected", json!({ "matchLabels": { "env": "none" } }), true),
     ] {
         testing::logs();

@@ -264,8 +264,10 @@ fn an_invalid_source_is_reported_too() {
 #[test]
 fn a_new_source_kind_deletes_the_old_kinds_copies() {
     let cache = cluster()
-        .with(json!({ "apiVersion": "v1", "kind": "Secret", "metadata": { "name": "app-config", "namespace": "platform" },
-                      "type": "Opaque", "data": { "k": "dg==" } }))
+        .with(
+            json!({ "apiVersion": "v1", "kind": "Secret", "metadata": { "name": "app-config", "namespace": "platform" },
+                      "type": "Opaque", "data": { "k": "dg==" } }),
+        )
         .with(owned(config_map("team-a", json!({}))));
     let out = reconcile(&config_sync("Secret", prod()), cache);
     assert_eq!(deleted(&out), [("ConfigMap".to_string(), "team-a".to_string())]);
@@ -288,7 +290,8 @@ fn a_steady_ready_condition_keeps_its_transition_time() {
     let first = reconcile(&config_sync("ConfigMap", prod()), with_source(cluster()));
     let mut cs = config_sync("ConfigMap", prod());
     cs["status"] = first.status_json().unwrap_or_default();
-    let later = testing::reconcile_at::<ConfigSyncPlugin>(&cs, with_source(cluster()), Time::from_seconds(1_800_000_000));
+    let later =
+        testing::reconcile_at::<ConfigSyncPlugin>(&cs, with_source(cluster()), Time::from_seconds(1_800_000_000));
     let later = later.unwrap_or_else(|f| panic!("{f:?}"));
     assert_eq!(later.status_json(), first.status_json(), "in sync: the same status, nothing to write");
 }
@@ -300,7 +303,9 @@ fn finalize_deletes_every_copy_wherever_it_is() {
     let cache = with_source(cluster())
         .with(owned(config_map("team-a", json!({}))))
         .with(owned(config_map("team-c", json!({}))))
-        .with(owned(json!({ "apiVersion": "v1", "kind": "Secret", "metadata": { "name": "old", "namespace": "team-b" } })))
+        .with(owned(
+            json!({ "apiVersion": "v1", "kind": "Secret", "metadata": { "name": "old", "namespace": "team-b" } }),
+        ))
         .with(config_map("team-b", json!({})));
     let f: Finalize = testing::finalize::<ConfigSyncPlugin>(&cs, cache).unwrap_or_else(|f| panic!("{f:?}"));
     assert!(f.is_done());
@@ -309,7 +314,8 @@ fn finalize_deletes_every_copy_wherever_it_is() {
         .iter()
         .map(|d| (d.gvk.kind.clone(), d.namespace.clone().unwrap_or_default(), d.name.clone()))
         .collect();
-    let want = [("ConfigMap", "team-a", "app-config"), ("ConfigMap", "team-c", "app-config"), ("Secret", "team-b", "old")];
+    let want =
+        [("ConfigMap", "team-a", "app-config"), ("ConfigMap", "team-c", "app-config"), ("Secret", "team-b", "old")];
     assert_eq!(got, want.map(|(k, n, m)| (k.to_string(), n.to_string(), m.to_string())));
     assert_eq!(f.events(), [Event::normal("Cleaned", "deleted 3 copies")]);
     assert_eq!(f.status_json(), None);
@@ -320,8 +326,5 @@ fn info_declares_the_kinds_and_finalizes() {
     use kwop_guest::Reconciler;
     let info = ConfigSyncPlugin::info();
     assert_eq!(info.name(), "config-sync");
-    assert_eq!(
-        info.owned_kinds(),
-        [(Gvk::new("", "v1", "ConfigMap"), true), (Gvk::new("", "v1", "Secret"), true)]
-    );
+    assert_eq!(info.owned_kinds(), [(Gvk::new("", "v1", "ConfigMap"), true), (Gvk::new("", "v1", "Secret"), true)]);
 }
