@@ -44,6 +44,21 @@ async fn a_foo_gets_its_deployment_scales_reports_status_and_is_garbage_collecte
     })
     .await?;
     foo_status_where(&client, &ns, "example-foo", "availableReplicas=3", |s| s["availableReplicas"] == 3).await?;
+    // Conditions say so too, for the generation scaled to (what `kubectl wait --for=condition=Ready` reads).
+    let generation = foos(&client, &ns).get("example-foo").await?.metadata.generation;
+    let foo = foo_status_where(&client, &ns, "example-foo", "Ready=True for the new generation", |s| {
+        let ready = s["conditions"].as_array().and_then(|c| c.iter().find(|c| c["type"] == "Ready").cloned());
+        ready.is_some_and(|r| r["status"] == "True" && r["observedGeneration"].as_i64() == generation)
+    })
+    .await?;
+    let status = &foo.data["status"];
+    assert_eq!(status["observedGeneration"].as_i64(), generation);
+    let progressing = status["conditions"].as_array().and_then(|c| c.iter().find(|c| c["type"] == "Progressing").cloned());
+    assert_eq!(progressing.map(|p| p["reason"].clone()), Some(json!("Complete")), "{status}");
+    let out = kwop_tests::ControlPlane::shared(Mode::Full)?.kubectl_output(&[
+        "wait", "--for=condition=Ready", "--timeout=10s", "-n", &ns, "foo/example-foo",
+    ])?;
+    assert!(out.contains("condition met"), "{out}");
 
     // Deleting the Foo lets the garbage collector delete the Deployment.
     foos(&client, &ns).delete("example-foo", &DeleteParams::foreground()).await?;
