@@ -20,7 +20,8 @@ fn fixtures() -> String {
 }
 
 /// What guest-foo reports beyond sample-controller's status (checked by tests/fixtures/foo-conditions).
-const BEYOND_SAMPLE_CONTROLLER: [&str; 4] = ["--ignore", ".status.conditions", "--ignore", ".status.observedGeneration"];
+const BEYOND_SAMPLE_CONTROLLER: [&str; 4] =
+    ["--ignore", ".status.conditions", "--ignore", ".status.observedGeneration"];
 
 #[test]
 fn guest_foo_passes_every_conformance_fixture() {

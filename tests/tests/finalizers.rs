@@ -19,7 +19,11 @@ const FINALIZER: &str = "kwop.dev/finalizer";
 const WITHIN: Duration = Duration::from_secs(60);
 
 fn fins(client: &Client, ns: &str) -> Api<DynamicObject> {
-    Api::namespaced_with(client.clone(), ns, &ApiResource::from_gvk(&GroupVersionKind::gvk("test.kwop.dev", "v1", "Fin")))
+    Api::namespaced_with(
+        client.clone(),
+        ns,
+        &ApiResource::from_gvk(&GroupVersionKind::gvk("test.kwop.dev", "v1", "Fin")),
+    )
 }
 
 async fn create_fin(client: &Client, ns: &str, name: &str, spec: Value) -> anyhow::Result<DynamicObject> {
@@ -83,8 +87,10 @@ async fn copy_where(
 
 async fn copy_gone(client: &Client, ns: &str, name: &str, what: &str) -> anyhow::Result<()> {
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
-    wait::until(what, WITHIN, || async { Ok(api.get_opt(name).await.map_err(|e| e.to_string())?.is_none().then_some(())) })
-        .await
+    wait::until(what, WITHIN, || async {
+        Ok(api.get_opt(name).await.map_err(|e| e.to_string())?.is_none().then_some(()))
+    })
+    .await
 }
 
 async fn fin_gone(client: &Client, ns: &str, name: &str) -> anyhow::Result<()> {
@@ -140,7 +146,9 @@ async fn the_finalizer_is_on_before_the_first_write_and_off_after_finalize() -> 
         c.data.as_ref().and_then(|d| d.get("from")).map(String::as_str) == Some("f1")
     })
     .await?;
-    fins(&s.client, &s.ns).patch("f1", &PatchParams::default(), &Patch::Merge(json!({ "spec": { "elsewhere": [s.b] } }))).await?;
+    fins(&s.client, &s.ns)
+        .patch("f1", &PatchParams::default(), &Patch::Merge(json!({ "spec": { "elsewhere": [s.b] } })))
+        .await?;
     copy_gone(&s.client, &s.c, "f1", "the copy in the dropped namespace deleted").await?;
 
     // Deleting the Fin: finalize deletes the last copy, then the finalizer goes, then the Fin.
@@ -257,7 +265,9 @@ async fn finalize_cannot_delete_what_is_not_its_own() -> anyhow::Result<()> {
     // An admin's way out of a stuck finalizer (README): remove it by hand.
     for n in ["grabby", "wider"] {
         let patch = json!([{ "op": "remove", "path": "/metadata/finalizers/0" }]);
-        fins(&s.client, &s.ns).patch(n, &PatchParams::default(), &Patch::Json::<()>(serde_json::from_value(patch)?)).await?;
+        fins(&s.client, &s.ns)
+            .patch(n, &PatchParams::default(), &Patch::Json::<()>(serde_json::from_value(patch)?))
+            .await?;
         fin_gone(&s.client, &s.ns, n).await?;
     }
     Ok(())

@@ -53,10 +53,16 @@ async fn a_foo_gets_its_deployment_scales_reports_status_and_is_garbage_collecte
     .await?;
     let status = &foo.data["status"];
     assert_eq!(status["observedGeneration"].as_i64(), generation);
-    let progressing = status["conditions"].as_array().and_then(|c| c.iter().find(|c| c["type"] == "Progressing").cloned());
+    let progressing =
+        status["conditions"].as_array().and_then(|c| c.iter().find(|c| c["type"] == "Progressing").cloned());
     assert_eq!(progressing.map(|p| p["reason"].clone()), Some(json!("Complete")), "{status}");
     let out = kwop_tests::ControlPlane::shared(Mode::Full)?.kubectl_output(&[
-        "wait", "--for=condition=Ready", "--timeout=10s", "-n", &ns, "foo/example-foo",
+        "wait",
+        "--for=condition=Ready",
+        "--timeout=10s",
+        "-n",
+        &ns,
+        "foo/example-foo",
     ])?;
     assert!(out.contains("condition met"), "{out}");
 

@@ -8,7 +8,7 @@
 mod common;
 
 use common::*;
-use kwop::plugin::{EngineConfig, Request, Limits, LoadedPlugin, PluginEngine, StaticCache};
+use kwop::plugin::{EngineConfig, Limits, LoadedPlugin, PluginEngine, Request, StaticCache};
 use kwop_tests::{ControlPlane, Mode};
 use serde_json::json;
 use std::path::PathBuf;

@@ -139,9 +139,15 @@ fn conditions_say_ready_when_the_replicas_are_available_and_keep_their_transitio
     let d = sync(&foo(Some("test"), Some(3)), &none, t0).expect("sync");
     let s = serde_json::to_value(&d.status).expect("json");
     assert_eq!(s["observedGeneration"], 2);
-    assert_eq!(s["conditions"][0], json!({"type": "Ready", "status": "False", "observedGeneration": 2,
-        "lastTransitionTime": "2027-01-15T08:00:00Z", "reason": "Unavailable", "message": "0 of 3 replicas available"}));
-    assert_eq!((s["conditions"][1]["type"].as_str(), s["conditions"][1]["reason"].as_str()), (Some("Progressing"), Some("Creating")));
+    assert_eq!(
+        s["conditions"][0],
+        json!({"type": "Ready", "status": "False", "observedGeneration": 2,
+        "lastTransitionTime": "2027-01-15T08:00:00Z", "reason": "Unavailable", "message": "0 of 3 replicas available"})
+    );
+    assert_eq!(
+        (s["conditions"][1]["type"].as_str(), s["conditions"][1]["reason"].as_str()),
+        (Some("Progressing"), Some("Creating"))
+    );
     // Later, all available: Ready flips (new transition time), Progressing completes.
     let mut f = foo(Some("test"), Some(3));
     f.status = Some(d.status.clone());

@@ -86,7 +86,13 @@ pub(super) fn collect(dir: &Path, update: bool, out: &mut Vec<PathBuf>) -> anyho
     Ok(())
 }
 
-fn run_one(p: &LoadedPlugin, dir: &Path, schemas: &Schemas, update: bool, ignore: &[String]) -> anyhow::Result<Verdict> {
+fn run_one(
+    p: &LoadedPlugin,
+    dir: &Path,
+    schemas: &Schemas,
+    update: bool,
+    ignore: &[String],
+) -> anyhow::Result<Verdict> {
     let primary =
         read_objects(&dir.join("primary.yaml"))?.into_iter().next().ok_or_else(|| anyhow!("primary.yaml is empty"))?;
     let observed_file = dir.join("observed.yaml");

@@ -263,7 +263,8 @@ pub fn reconcile_offline_at(
                 .filter(|o| {
                     let by_reference = outcome::fence::controller_uid(o) == Some(uid.as_str())
                         && (ns.is_none() || meta_str(o, "namespace") == ns.as_deref());
-                    !uid.is_empty() && (by_reference || (p.info.owns_across(g) && tracking::belongs(o, &uid, &p.info.name)))
+                    !uid.is_empty()
+                        && (by_reference || (p.info.owns_across(g) && tracking::belongs(o, &uid, &p.info.name)))
                 })
                 .collect();
             of_kind.sort_by_key(|o| (meta_str(o, "namespace"), meta_str(o, "name")));

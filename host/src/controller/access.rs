@@ -37,9 +37,15 @@ impl std::fmt::Display for Permission {
 }
 
 /// What a controller for these kinds needs: list and watch everything it caches (in `watch_ns`,
-/// or all namespaces), patch its primary's status, create and patch what it owns (in each
-/// granted namespace, else where it watches), create events.
-pub fn needed(kinds: &[(Resolved, Role)], watch_ns: Option<&str>, grants: &Namespaces) -> Vec<Permission> {
+/// or all namespaces), patch its primary's status (and, when the plugin `finalizes`, the primary
+/// itself: its finalizer), create and patch what it owns (in each granted namespace, else where
+/// it watches), create events.
+pub fn needed(
+    kinds: &[(Resolved, Role)],
+    watch_ns: Option<&str>,
+    grants: &Namespaces,
+    finalizes: bool,
+) -> Vec<Permission> {
     let write_ns: Vec<Option<String>> = match (watch_ns, grants) {
         (Some(n), _) => vec![Some(n.to_string())],
         (None, Namespaces::Listed(l)) => l.iter().cloned().map(Some).collect(),
@@ -60,7 +66,14 @@ pub fn needed(kinds: &[(Resolved, Role)], watch_ns: Option<&str>, grants: &Names
             push(r, None, verb, watch_ns.map(str::to_string));
         }
         match role {
-            Role::Primary => write_ns.iter().for_each(|n| push(r, Some("status"), "patch", n.clone())),
+            Role::Primary => {
+                for n in &write_ns {
+                    push(r, Some("status"), "patch", n.clone());
+                    if finalizes {
+                        push(r, None, "patch", n.clone());
+                    }
+                }
+            }
             Role::Owned => {
                 for n in &write_ns {
                     push(r, None, "create", n.clone());
@@ -130,14 +143,17 @@ mod tests {
             (resolved("", "Namespace", "namespaces", false), Role::Read),
         ];
         let listed = Namespaces::Listed(["a".to_string(), "b".to_string()].into());
-        let n = needed(&kinds, None, &listed);
+        let n = needed(&kinds, None, &listed, false);
         let s: Vec<String> = n.iter().map(ToString::to_string).collect();
+        assert!(!s.contains(&"patch foos (example.com) in namespace a".to_string()), "{s:?}");
+        let f: Vec<String> = needed(&kinds, None, &listed, true).iter().map(ToString::to_string).collect();
+        assert!(f.contains(&"patch foos (example.com) in namespace a".to_string()), "its finalizer: {f:?}");
         assert!(s.contains(&"watch foos (example.com) in all namespaces".to_string()), "{s:?}");
         assert!(s.contains(&"patch foos/status (example.com) in namespace a".to_string()), "{s:?}");
         assert!(s.contains(&"create deployments (apps) in namespace b".to_string()), "{s:?}");
         assert!(s.contains(&"list namespaces (core) in all namespaces".to_string()), "{s:?}");
         assert!(!s.iter().any(|p| p.starts_with("create namespaces")), "{s:?}");
-        let n = needed(&kinds, Some("x"), &Namespaces::Own);
+        let n = needed(&kinds, Some("x"), &Namespaces::Own, false);
         assert!(n.iter().filter(|p| p.resource != "namespaces").all(|p| p.namespace.as_deref() == Some("x")));
     }
 }

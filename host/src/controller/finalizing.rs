@@ -81,7 +81,11 @@ impl Inner {
         let view = Arc::new(RecordingCache::new(self.caches.clone(), ns.clone(), plugin.grants.clone()));
         let started = Instant::now();
         let r = plugin.finalize(req, spec, view.clone() as Arc<dyn CacheView>).await;
-        self.shared.metrics.plugin_call_seconds.get_or_create(&Metrics::plugin(name)).observe(started.elapsed().as_secs_f64());
+        self.shared
+            .metrics
+            .plugin_call_seconds
+            .get_or_create(&Metrics::plugin(name))
+            .observe(started.elapsed().as_secs_f64());
         // What it read wakes it when it changes, as for reconcile.
         self.read_index().record(key, view.take());
         let decided = match r {
@@ -179,10 +183,14 @@ impl Inner {
         }
         self.report(primary, &events, false).await;
         let when = humantime::format_rfc3339_seconds(now).to_string();
-        if let Some(status) = finalize::with_failure(primary.data.get("status"), &message, primary.metadata.generation, &when)
+        if let Some(status) =
+            finalize::with_failure(primary.data.get("status"), &message, primary.metadata.generation, &when)
         {
             if let Err(e) = self.applier.status(&self.primary.resolved, primary, &status).await {
-                tracing::debug!("condition {} not written (does the status schema have conditions?): {e}", finalize::CONDITION);
+                tracing::debug!(
+                    "condition {} not written (does the status schema have conditions?): {e}",
+                    finalize::CONDITION
+                );
             }
         }
         if retry {

@@ -160,7 +160,7 @@ impl Controller {
         for (gvk, role) in &kinds {
             resolved.push((watch::resolve(&shared.client, gvk).await?, *role));
         }
-        let needs = access::needed(&resolved, ns.as_deref(), &plugin.grants.namespaces);
+        let needs = access::needed(&resolved, ns.as_deref(), &plugin.grants.namespaces, info.finalizes);
         if let Some(denied) = access::first_denied(&shared.client, &needs).await {
             return Err(StartError::Forbidden(denied));
         }

@@ -136,7 +136,9 @@ fn decode_status(raw: Option<String>) -> Result<Option<Value>, Rejection> {
         None => Ok(None),
         Some(text) => match serde_json::from_str::<Value>(&text) {
             Ok(v @ Value::Object(_)) => Ok(Some(v)),
-            Ok(_) => Err(reject(RejectReason::Malformed, "status must be a JSON object (the value of the status field)")),
+            Ok(_) => {
+                Err(reject(RejectReason::Malformed, "status must be a JSON object (the value of the status field)"))
+            }
             Err(e) => Err(reject(RejectReason::Malformed, format!("status is not valid JSON: {e}"))),
         },
     }

@@ -106,7 +106,7 @@ impl FinalizeOutcome {
             "status": self.status,
             "events": self.events,
             "done": self.done,
-            "requeueAfterMs": (!self.done).then(|| self.requeue_after.as_millis() as u64),
+            "requeueAfterMs": (!self.done).then_some(self.requeue_after.as_millis() as u64),
         })
     }
 

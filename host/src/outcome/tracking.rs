@@ -124,7 +124,8 @@ mod tests {
 
     #[test]
     fn an_owner_reference_still_counts_and_unowned_objects_are_described() {
-        let owned = json!({"metadata": {"ownerReferences": [{"kind": "Foo", "name": "f", "uid": "u1", "controller": true}]}});
+        let owned =
+            json!({"metadata": {"ownerReferences": [{"kind": "Foo", "name": "f", "uid": "u1", "controller": true}]}});
         assert!(belongs(&owned, "u1", "any"));
         assert_eq!(describe(&json!({"metadata": {}})), "not controlled by anyone (kwop does not adopt objects)");
         let meta = json!({"labels": {"app": "x"}, "annotations": {"kwop.dev/owner": "forged"}});

@@ -28,7 +28,7 @@ pub mod v02 {
 /// The contract's values as the host handles them: 0.2's (a superset of 0.1's).
 pub mod wit {
     pub use super::v02::kwop::reconciler::types::{
-        Event, EventType, Failure, FinalizeOutcome, Gvk, Instant, ObjectRef, OwnedKind, Outcome, PluginInfo, Request,
+        Event, EventType, Failure, FinalizeOutcome, Gvk, Instant, ObjectRef, Outcome, OwnedKind, PluginInfo, Request,
     };
 }
 
@@ -77,6 +77,8 @@ pub(crate) fn result_from_v01(r: Result<old::Outcome, old::Failure>) -> Result<w
             events: o.events.into_iter().map(event).collect(),
             requeue_after_ms: o.requeue_after_ms,
         }),
-        Err(f) => Err(wit::Failure { message: f.message, events: f.events.into_iter().map(event).collect(), retry: f.retry }),
+        Err(f) => {
+            Err(wit::Failure { message: f.message, events: f.events.into_iter().map(event).collect(), retry: f.retry })
+        }
     }
 }

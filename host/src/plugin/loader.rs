@@ -1,11 +1,11 @@
 //! Loading a plugin file: read, hash, compile (or reuse the precompiled cache), link, validate.
 
+use super::bindings::{self, v01, v02};
 use super::call;
+use super::compile::compile;
 use super::engine::PluginEngine;
 use super::info::PluginInfo;
 use super::limits::{LimitSet, Limits};
-use super::bindings::{self, v01, v02};
-use super::compile::compile;
 use super::sandbox::{self, CallContext, CallError, HostState, RawResult};
 use super::wasi::Determinism;
 use super::world::{Export, Pre, Raw, RawFinalize, Request, World};
@@ -329,12 +329,16 @@ impl LoadedPlugin {
                     (Pre::V02(p), export) => {
                         let i = p.instantiate_async(&mut store).await.map_err(|e| fail(&store, e, true))?;
                         match export {
-                            Export::Reconcile => {
-                                i.call_reconcile(&mut store, &req).await.map(Raw::Reconcile).map_err(|e| fail(&store, e, false))
-                            }
-                            Export::Finalize => {
-                                i.call_finalize(&mut store, &req).await.map(Raw::Finalize).map_err(|e| fail(&store, e, false))
-                            }
+                            Export::Reconcile => i
+                                .call_reconcile(&mut store, &req)
+                                .await
+                                .map(Raw::Reconcile)
+                                .map_err(|e| fail(&store, e, false)),
+                            Export::Finalize => i
+                                .call_finalize(&mut store, &req)
+                                .await
+                                .map(Raw::Finalize)
+                                .map_err(|e| fail(&store, e, false)),
                         }
                     }
                     (Pre::V01(p), Export::Reconcile) => {

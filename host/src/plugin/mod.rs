@@ -31,6 +31,6 @@ pub use engine::{EngineConfig, PluginEngine, Tuning};
 pub use info::PluginInfo;
 pub use limits::{LimitSet, Limits};
 pub use loader::{CallSpec, Compiled, LoadError, LoadedPlugin};
+pub use sandbox::{CallError, RawResult};
 pub use session::Session;
 pub use world::{RawFinalize, Request, World};
-pub use sandbox::{CallError, RawResult};

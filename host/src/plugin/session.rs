@@ -81,4 +81,3 @@ impl Session<'_> {
         sandbox::finish(&self.store, self.plugin.limits.log_lines, r)
     }
 }
-

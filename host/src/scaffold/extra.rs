@@ -54,9 +54,8 @@ pub(super) fn files(lang: &str, vars: &Vars) -> Vec<(PathBuf, Vec<u8>)> {
             out.push(("Cargo.lock", CARGO_LOCK.to_string()));
             let mut files: Vec<(PathBuf, Vec<u8>)> =
                 out.into_iter().map(|(p, s)| (PathBuf::from(p), s.into_bytes())).collect();
-            files.extend(
-                SDK_SRC.files().map(|f| (PathBuf::from("wit/rust/src").join(f.path()), f.contents().to_vec())),
-            );
+            files
+                .extend(SDK_SRC.files().map(|f| (PathBuf::from("wit/rust/src").join(f.path()), f.contents().to_vec())));
             return files;
         }
         "js" => {

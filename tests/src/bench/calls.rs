@@ -3,7 +3,7 @@
 //! (the primary and the owned objects as JSON text; the Deployment also answered from the cache
 //! import).
 
-use kwop::plugin::{CacheView, EngineConfig, Request, Limits, LoadedPlugin, PluginEngine, StaticCache};
+use kwop::plugin::{CacheView, EngineConfig, Limits, LoadedPlugin, PluginEngine, Request, StaticCache};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::sync::Arc;

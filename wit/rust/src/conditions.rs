@@ -75,12 +75,11 @@ impl Condition {
 pub fn set_condition(conditions: &mut Vec<Condition>, mut new: Condition, now: Time) -> bool {
     match conditions.iter_mut().find(|c| c.type_ == new.type_) {
         Some(old) => {
-            new.last_transition_time =
-                if old.status == new.status && !old.last_transition_time.is_empty() {
-                    old.last_transition_time.clone()
-                } else {
-                    now.rfc3339()
-                };
+            new.last_transition_time = if old.status == new.status && !old.last_transition_time.is_empty() {
+                old.last_transition_time.clone()
+            } else {
+                now.rfc3339()
+            };
             let changed = *old != new;
             *old = new;
             changed
@@ -121,7 +120,11 @@ mod tests {
         // Nothing new: unchanged.
         assert!(!set_condition(&mut c, Condition::new("Ready", false, "Progressing", "1 of 2"), t2));
         // The status flips: a new transition time; another type is added beside it.
-        assert!(set_condition(&mut c, Condition::new("Ready", true, "Available", "2 of 2").observed_generation(Some(4)), t2));
+        assert!(set_condition(
+            &mut c,
+            Condition::new("Ready", true, "Available", "2 of 2").observed_generation(Some(4)),
+            t2
+        ));
         assert_eq!(c[0].last_transition_time, "2001-09-09T01:47:40Z");
         assert!(set_condition(&mut c, Condition::new("Progressing", false, "Complete", ""), t2));
         assert_eq!(c.len(), 2);

@@ -111,4 +111,3 @@ pub(crate) fn parse<T: DeserializeOwned>(text: &str, gvk: &Gvk) -> Option<T> {
         }
     }
 }
-

@@ -254,7 +254,6 @@ pub mod log {
     }
 }
 
-
 /// A reconcile plugin.
 pub trait Reconciler {
     /// The primary object's type (derive `Deserialize` for it).

@@ -106,7 +106,6 @@ impl Failure {
     }
 }
 
-
 /// What `finalize` decided for a primary being deleted: deletions, status and events, and
 /// whether the cleanup is complete.
 #[derive(Debug, Clone, Default)]

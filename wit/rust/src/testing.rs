@@ -109,14 +109,11 @@ impl FakeCache {
                                 && r.get("uid").and_then(Value::as_str) == Some(uid)
                         })
                     });
-                let by_label =
-                    o.pointer("/metadata/labels/kwop.dev~1owner-uid").and_then(Value::as_str) == Some(uid);
+                let by_label = o.pointer("/metadata/labels/kwop.dev~1owner-uid").and_then(Value::as_str) == Some(uid);
                 by_reference || by_label
             })
             .collect();
-        found.sort_by_key(|o| {
-            (o.get("kind").and_then(Value::as_str), meta(o, "namespace"), meta(o, "name"))
-        });
+        found.sort_by_key(|o| (o.get("kind").and_then(Value::as_str), meta(o, "namespace"), meta(o, "name")));
         found.into_iter().map(Value::to_string).collect()
     }
 }

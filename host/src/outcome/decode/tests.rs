@@ -2,9 +2,9 @@
 //! an intent without apiVersion, kind and name.
 
 use super::*;
-use crate::source::grants::Namespaces as Granted;
 use crate::outcome::fence::{fence, FenceContext};
 use crate::plugin::PluginInfo;
+use crate::source::grants::Namespaces as Granted;
 use proptest::prelude::*;
 use serde_json::json;
 
