@@ -254,7 +254,9 @@ impl Caches {
             .filter(|o| {
                 let by_reference = o.controller_uid() == Some(owner.uid)
                     && (owner.namespace.is_none() || o.namespace() == owner.namespace);
-                let by_labels = across && o.belongs_to(owner.uid, owner.plugin);
+                let by_labels = across
+                    && o.tracked_uid() == Some(owner.uid)
+                    && o.label(crate::outcome::tracking::PLUGIN) == Some(owner.plugin);
                 by_reference || by_labels
             })
             .collect();
@@ -335,6 +337,64 @@ mod tests {
         let mut v: Vec<String> = ix.by_owner.get(uid).into_iter().flatten().map(|k| k.name.clone()).collect();
         v.sort();
         v
+    }
+
+    fn cache_of(objects: Vec<serde_json::Value>) -> Caches {
+        let gvk = Gvk::new("", "v1", "ConfigMap");
+        let resource = kube::core::ApiResource::from_gvk(&gvk.to_kube());
+        let k = KindCache {
+            resolved: Resolved { gvk, resource, namespaced: true },
+            store: Store::default(),
+            synced: AtomicBool::new(true),
+            healthy: AtomicBool::new(true),
+            owners: Mutex::new(OwnerIndex::default()),
+        };
+        for v in objects {
+            let o = Arc::new(Cached::new(serde_json::from_value(v).expect("object")));
+            let old = k.store.apply(o.clone());
+            k.owners().replaced(old.as_deref(), &o);
+        }
+        let mut c = Caches::default();
+        c.insert(Arc::new(k));
+        c
+    }
+
+    fn cm(ns: &str, name: &str, controller: Option<&str>, tracked: Option<(&str, &str)>) -> serde_json::Value {
+        let mut v = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns}});
+        if let Some(uid) = controller {
+            v["metadata"]["ownerReferences"] =
+                serde_json::json!([{"apiVersion": "v1", "kind": "P", "name": "p", "uid": uid, "controller": true}]);
+        }
+        if let Some((uid, plugin)) = tracked {
+            v["metadata"]["labels"] = serde_json::json!({"kwop.dev/owner-uid": uid, "kwop.dev/plugin": plugin});
+            v["metadata"]["annotations"] = serde_json::json!({"kwop.dev/owner": "a/p"});
+        }
+        v
+    }
+
+    #[test]
+    fn what_belongs_to_a_primary_depends_on_its_scope_and_on_the_kind_being_owned_across() {
+        let c = cache_of(vec![
+            cm("a", "ref-here", Some("u1"), None),
+            cm("b", "ref-elsewhere", Some("u1"), None),
+            cm("b", "tracked", None, Some(("u1", "p"))),
+            cm("c", "tracked-by-another-plugin", None, Some(("u1", "q"))),
+            cm("c", "tracked-for-another-primary", None, Some(("u2", "p"))),
+        ]);
+        let gvk = Gvk::new("", "v1", "ConfigMap");
+        let names = |owner: &Owner<'_>, across: bool| -> Vec<String> {
+            c.belonging_to(&gvk, owner, across).iter().map(|o| o.name().to_string()).collect()
+        };
+        let namespaced = Owner { uid: "u1", namespace: Some("a"), name: "p", plugin: "p" };
+        // An owner reference counts only in the primary's namespace.
+        assert_eq!(names(&namespaced, false), ["ref-here"]);
+        // Across namespaces: the tracked one too, never another plugin's or another primary's.
+        assert_eq!(names(&namespaced, true), ["ref-here", "tracked"]);
+        // A cluster-scoped primary's owner-referenced children count wherever they are.
+        let cluster = Owner { namespace: None, ..namespaced };
+        assert_eq!(names(&cluster, false), ["ref-here", "ref-elsewhere"]);
+        let tracked = c.kind(&gvk).and_then(|k| k.get(Some("b"), "tracked")).expect("cached");
+        assert_eq!(tracked.tracked_owner(), Some("a/p"));
     }
 
     #[test]

@@ -160,12 +160,6 @@ impl Cached {
         c.into_iter().chain(t)
     }
 
-    /// Whether this object belongs to the primary `uid` of `plugin` (see `outcome::tracking`).
-    pub fn belongs_to(&self, uid: &str, plugin: &str) -> bool {
-        self.controller_uid() == Some(uid)
-            || (self.tracked_uid() == Some(uid) && self.label(crate::outcome::tracking::PLUGIN) == Some(plugin))
-    }
-
     /// The object as plugins see it (no `managedFields`).
     pub fn json(&self) -> &str {
         &self.json
