@@ -94,8 +94,13 @@ impl RecordingCache {
         }
     }
 
-    fn may_read(&self, ns: Option<&str>) -> bool {
-        self.grants.namespaces.reads_in(self.primary_namespace.as_deref(), ns)
+    /// Whether `kind` may be read in `ns`: where the grants let the plugin read, and for a kind
+    /// owned across namespaces also wherever it may write it (to see what is there before it
+    /// writes: its own copy, or someone else's object it must leave alone).
+    fn may_read(&self, kind: &Gvk, ns: Option<&str>) -> bool {
+        let g = &self.grants;
+        g.namespaces.reads_in(self.primary_namespace.as_deref(), ns)
+            || (g.across.iter().any(|a| a.same_group_kind(kind)) && ns.is_none_or(|n| g.namespaces.writes_in(n)))
     }
 
     /// What was read so far.
@@ -109,7 +114,7 @@ impl RecordingCache {
 
     /// The object a get answers with (nothing outside the granted namespaces).
     fn object(&self, kind: &Gvk, ns: Option<&str>, name: &str) -> Option<Arc<Cached>> {
-        if !self.may_read(ns) {
+        if !self.may_read(kind, ns) {
             return None;
         }
         self.inner.kind(kind)?.get(ns, name)
@@ -117,12 +122,12 @@ impl RecordingCache {
 
     /// The objects a query answers with (nothing outside the granted namespaces).
     fn query_readable(&self, kind: &Gvk, namespace: Option<&str>, selector: &Selector) -> Vec<Arc<Cached>> {
-        let mut found = if namespace.is_none() || self.may_read(namespace) {
+        let mut found = if namespace.is_none() || self.may_read(kind, namespace) {
             self.inner.query_objects(kind, namespace, selector)
         } else {
             Vec::new()
         };
-        found.retain(|o| self.may_read(o.namespace()));
+        found.retain(|o| self.may_read(kind, o.namespace()));
         found
     }
 

@@ -93,8 +93,8 @@ pub struct OwnedKindRef {
     /// The kind.
     #[serde(flatten)]
     pub kind: KindRef,
-    /// Objects of this kind may be written in any namespace in `namespaces` (every namespace
-    /// when unset), not only their primary's, or be cluster-scoped. The host tracks them by the
+    /// Objects of this kind may be written (and read) in any namespace in `namespaces` (every
+    /// namespace when unset), not only their primary's, or be cluster-scoped. The host tracks them by the
     /// labels `kwop.dev/owner-uid` and `kwop.dev/plugin` instead of owner references, and the
     /// plugin must finalize (delete them when their primary goes).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
