@@ -51,6 +51,11 @@ pub struct Versions {
     pub truncated: bool,
 }
 
+/// The core `Namespace` kind: its objects are filtered by the namespaces they are.
+fn is_namespace(kind: &Gvk) -> bool {
+    kind.group.is_empty() && kind.kind == "Namespace"
+}
+
 fn version(o: &Cached) -> String {
     o.resource_version().to_string()
 }
@@ -112,9 +117,11 @@ impl RecordingCache {
         read_namespace(self.inner.namespaced(kind), given, self.primary_namespace.as_deref()).map(str::to_string)
     }
 
-    /// The object a get answers with (nothing outside the granted namespaces).
+    /// The object a get answers with (nothing outside the granted namespaces; a Namespace
+    /// object counts as in itself, so one the plugin is not granted is not there either).
     fn object(&self, kind: &Gvk, ns: Option<&str>, name: &str) -> Option<Arc<Cached>> {
-        if !self.may_read(kind, ns) {
+        let within = if is_namespace(kind) { Some(name) } else { ns };
+        if !self.may_read(kind, within) {
             return None;
         }
         self.inner.kind(kind)?.get(ns, name)
@@ -127,7 +134,11 @@ impl RecordingCache {
         } else {
             Vec::new()
         };
-        found.retain(|o| self.may_read(kind, o.namespace()));
+        if is_namespace(kind) {
+            found.retain(|o| self.may_read(kind, Some(o.name())));
+        } else {
+            found.retain(|o| self.may_read(kind, o.namespace()));
+        }
         found
     }
 
@@ -324,6 +335,58 @@ mod tests {
 
     fn dep() -> Gvk {
         Gvk::new("apps", "v1", "Deployment")
+    }
+
+    #[test]
+    fn reads_stay_within_the_grants_namespace_objects_included_and_an_across_kind_reaches_where_it_writes() {
+        use crate::source::grants::{Grants, Namespaces};
+        use crate::watch::KindCache;
+        let namespace = Gvk::new("", "v1", "Namespace");
+        let cm = Gvk::new("", "v1", "ConfigMap");
+        let mut caches = Caches::default();
+        let ns_obj = |n: &str| json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}});
+        caches.insert(KindCache::with_objects(namespace.clone(), false, vec![ns_obj("a"), ns_obj("b"), ns_obj("c")]));
+        let cm_obj =
+            |n: &str| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": n}});
+        caches.insert(KindCache::with_objects(cm.clone(), true, vec![cm_obj("a"), cm_obj("b"), cm_obj("c")]));
+        let caches = Arc::new(caches);
+        let grants = |namespaces: Namespaces, across: Vec<Gvk>| {
+            Arc::new(Grants {
+                primary: Gvk::new("example.com", "v1", "Sync"),
+                owns: vec![cm.clone()],
+                across,
+                reads: vec![namespace.clone()],
+                namespaces,
+            })
+        };
+        let names = |v: &RecordingCache, kind: &Gvk| -> Vec<String> {
+            let found = v.query(kind, None, &Selector::default(), 1 << 20).expect("small");
+            found
+                .iter()
+                .filter_map(|t| serde_json::from_str::<serde_json::Value>(t).ok())
+                .map(|o| {
+                    format!(
+                        "{}/{}",
+                        o["metadata"]["namespace"].as_str().unwrap_or(""),
+                        o["metadata"]["name"].as_str().unwrap_or("")
+                    )
+                })
+                .collect()
+        };
+        // Listed [a, b]: Namespace c is not there, nor anything in it.
+        let listed = Namespaces::Listed(["a".to_string(), "b".to_string()].into());
+        let v = RecordingCache::new(caches.clone(), None, grants(listed.clone(), vec![]));
+        assert_eq!(names(&v, &namespace), ["/a", "/b"]);
+        assert!(v.get(&namespace, None, "c").is_none() && v.get(&namespace, None, "a").is_some());
+        assert_eq!(names(&v, &cm), ["a/x", "b/x"]);
+        // A namespaced primary in a, own namespace only: its own Namespace object, its own ConfigMaps...
+        let own = RecordingCache::new(caches.clone(), Some("a".into()), grants(Namespaces::Own, vec![]));
+        assert_eq!((names(&own, &namespace), names(&own, &cm)), (vec!["/a".to_string()], vec!["a/x".to_string()]));
+        // ...unless the kind is owned across namespaces: then wherever it may write it.
+        let across = RecordingCache::new(caches.clone(), Some("a".into()), grants(Namespaces::Own, vec![cm.clone()]));
+        assert_eq!(names(&across, &cm), ["a/x", "b/x", "c/x"]);
+        let bounded = RecordingCache::new(caches, Some("a".into()), grants(listed, vec![cm.clone()]));
+        assert_eq!(names(&bounded, &cm), ["a/x", "b/x"]);
     }
 
     #[test]

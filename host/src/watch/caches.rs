@@ -210,6 +210,32 @@ impl KindCache {
     }
 }
 
+#[cfg(test)]
+impl KindCache {
+    /// A synced cache of `gvk` holding `objects` (JSON), without a watch: for unit tests.
+    pub(crate) fn with_objects(gvk: Gvk, namespaced: bool, objects: Vec<serde_json::Value>) -> Arc<Self> {
+        let resource = kube::core::ApiResource::from_gvk(&gvk.to_kube());
+        let k = KindCache {
+            resolved: Resolved { gvk, resource, namespaced },
+            store: Store::default(),
+            synced: AtomicBool::new(true),
+            healthy: AtomicBool::new(true),
+            owners: Mutex::new(OwnerIndex::default()),
+        };
+        for v in objects {
+            match serde_json::from_value(v) {
+                Ok(o) => {
+                    let o = Arc::new(Cached::new(o));
+                    let old = k.store.apply(o.clone());
+                    k.owners().replaced(old.as_deref(), &o);
+                }
+                Err(e) => panic!("not an object: {e}"),
+            }
+        }
+        Arc::new(k)
+    }
+}
+
 /// The caches of one plugin, by kind.
 #[derive(Default)]
 pub struct Caches {
@@ -340,27 +366,14 @@ mod tests {
     }
 
     fn cache_of(objects: Vec<serde_json::Value>) -> Caches {
-        let gvk = Gvk::new("", "v1", "ConfigMap");
-        let resource = kube::core::ApiResource::from_gvk(&gvk.to_kube());
-        let k = KindCache {
-            resolved: Resolved { gvk, resource, namespaced: true },
-            store: Store::default(),
-            synced: AtomicBool::new(true),
-            healthy: AtomicBool::new(true),
-            owners: Mutex::new(OwnerIndex::default()),
-        };
-        for v in objects {
-            let o = Arc::new(Cached::new(serde_json::from_value(v).expect("object")));
-            let old = k.store.apply(o.clone());
-            k.owners().replaced(old.as_deref(), &o);
-        }
         let mut c = Caches::default();
-        c.insert(Arc::new(k));
+        c.insert(KindCache::with_objects(Gvk::new("", "v1", "ConfigMap"), true, objects));
         c
     }
 
     fn cm(ns: &str, name: &str, controller: Option<&str>, tracked: Option<(&str, &str)>) -> serde_json::Value {
-        let mut v = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns}});
+        let mut v =
+            serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns}});
         if let Some(uid) = controller {
             v["metadata"]["ownerReferences"] =
                 serde_json::json!([{"apiVersion": "v1", "kind": "P", "name": "p", "uid": uid, "controller": true}]);
