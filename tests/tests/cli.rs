@@ -48,6 +48,22 @@ fn guest_foo_reports_ready_and_progressing_with_stable_transition_times() {
 }
 
 #[test]
+fn config_sync_passes_its_fixtures_finalize_included() {
+    let root = kwop_tests::repo_root();
+    let fixtures = root.join("examples/config-sync/fixtures").display().to_string();
+    let crd = root.join("crds/configsync.yaml").display().to_string();
+    let (code, out, err) = kwop(&["plugin", "test", plugins::CONFIG_SYNC, &fixtures, "--crd", &crd]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("6 passed, 0 failed"), "{out}");
+    // The deletion case goes through finalize: done, with a deletion per copy.
+    let case = root.join("examples/config-sync/fixtures/06-finalize-deletes-every-copy");
+    let expected: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(case.join("expected.json")).expect("read")).expect("json");
+    assert_eq!(expected["done"], true, "{expected}");
+    assert!(expected["delete"].as_array().is_some_and(|d| !d.is_empty()), "{expected}");
+}
+
+#[test]
 fn guest_foo_built_for_wit_0_1_still_passes_the_fixtures_unchanged() {
     let old = plugins::guest_foo_v01();
     let (code, out, err) = kwop(&["plugin", "test", &old, &fixtures()]);
