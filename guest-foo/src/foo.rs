@@ -142,19 +142,19 @@ pub fn sync(foo: &Foo, deployment: &dyn Fn(&str, &str) -> Option<Observed>, now:
             return Err(Failure::retry(msg.clone()).event(Event::warning(ERR_RESOURCE_EXISTS, msg)));
         }
     }
-    let exists = observed.is_some();
     let available = observed.and_then(|d| d.status).and_then(|s| s.available_replicas).unwrap_or(0);
     Ok(Decision {
         deployment: new_deployment(foo, name),
-        status: status(foo, name, exists, available, now),
+        status: status(foo, name, available, now),
         events: vec![Event::normal(SUCCESS_SYNCED, MESSAGE_RESOURCE_SYNCED)],
     })
 }
 
 /// The Foo's status: `availableReplicas` as sample-controller writes it, the generation it
 /// describes, and the conditions Ready (enough replicas available) and Progressing (the
-/// Deployment is being created or scaled).
-fn status(foo: &Foo, name: &str, exists: bool, available: i32, now: Time) -> FooStatus {
+/// Deployment is being scaled to the Foo's replicas). A Deployment just created and one not yet
+/// in the cache read the same (0 available), so the status is written once, not twice.
+fn status(foo: &Foo, name: &str, available: i32, now: Time) -> FooStatus {
     // An unset spec.replicas leaves the Deployment at its default, 1.
     let desired = foo.spec.replicas.unwrap_or(1);
     let generation = foo.metadata.generation;
@@ -166,11 +166,10 @@ fn status(foo: &Foo, name: &str, exists: bool, available: i32, now: Time) -> Foo
         Condition::new(READY, false, "Unavailable", counted.clone())
     };
     set_condition(&mut conditions, ready.observed_generation(generation), now);
-    let progressing = match (exists, available.cmp(&desired)) {
-        (false, _) => Condition::new(PROGRESSING, true, "Creating", format!("creating Deployment {name:?}")),
-        (true, std::cmp::Ordering::Less) => Condition::new(PROGRESSING, true, "ScalingUp", counted),
-        (true, std::cmp::Ordering::Greater) => Condition::new(PROGRESSING, true, "ScalingDown", counted),
-        (true, std::cmp::Ordering::Equal) => {
+    let progressing = match available.cmp(&desired) {
+        std::cmp::Ordering::Less => Condition::new(PROGRESSING, true, "ScalingUp", counted),
+        std::cmp::Ordering::Greater => Condition::new(PROGRESSING, true, "ScalingDown", counted),
+        std::cmp::Ordering::Equal => {
             Condition::new(PROGRESSING, false, "Complete", format!("Deployment {name:?} has {desired} available"))
         }
     };

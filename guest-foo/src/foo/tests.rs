@@ -146,7 +146,7 @@ fn conditions_say_ready_when_the_replicas_are_available_and_keep_their_transitio
     );
     assert_eq!(
         (s["conditions"][1]["type"].as_str(), s["conditions"][1]["reason"].as_str()),
-        (Some("Progressing"), Some("Creating"))
+        (Some("Progressing"), Some("ScalingUp"))
     );
     // Later, all available: Ready flips (new transition time), Progressing completes.
     let mut f = foo(Some("test"), Some(3));
