@@ -31,7 +31,14 @@ fn syncs(client: &Client) -> Api<DynamicObject> {
     )
 }
 
-async fn create_sync(client: &Client, name: &str, kind: &str, ns: &str, source: &str, label: &str) -> anyhow::Result<()> {
+async fn create_sync(
+    client: &Client,
+    name: &str,
+    kind: &str,
+    ns: &str,
+    source: &str,
+    label: &str,
+) -> anyhow::Result<()> {
     let obj: DynamicObject = serde_json::from_value(json!({
         "apiVersion": "examples.kwop.dev/v1alpha1", "kind": "ConfigSync", "metadata": { "name": name },
         "spec": {
@@ -46,7 +53,8 @@ async fn create_sync(client: &Client, name: &str, kind: &str, ns: &str, source: 
 async fn label_ns(client: &Client, ns: &str, label: &str, on: bool) -> anyhow::Result<()> {
     let value = if on { json!("yes") } else { Value::Null };
     let api: Api<Namespace> = Api::all(client.clone());
-    api.patch(ns, &PatchParams::default(), &Patch::Merge(json!({ "metadata": { "labels": { label: value } } }))).await?;
+    api.patch(ns, &PatchParams::default(), &Patch::Merge(json!({ "metadata": { "labels": { label: value } } })))
+        .await?;
     Ok(())
 }
 
@@ -72,15 +80,22 @@ async fn gone<K>(api: &Api<K>, name: &str, what: &str) -> anyhow::Result<()>
 where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
-    wait::until(what, WITHIN, || async { Ok(api.get_opt(name).await.map_err(|e| e.to_string())?.is_none().then_some(())) })
-        .await
+    wait::until(what, WITHIN, || async {
+        Ok(api.get_opt(name).await.map_err(|e| e.to_string())?.is_none().then_some(()))
+    })
+    .await
 }
 
 fn data_is(c: &ConfigMap, v: &str) -> bool {
     c.data.as_ref().and_then(|d| d.get("setting")).map(String::as_str) == Some(v)
 }
 
-async fn sync_status_where(client: &Client, name: &str, what: &str, pred: impl Fn(&Value) -> bool) -> anyhow::Result<Value> {
+async fn sync_status_where(
+    client: &Client,
+    name: &str,
+    what: &str,
+    pred: impl Fn(&Value) -> bool,
+) -> anyhow::Result<Value> {
     let api = syncs(client);
     wait::until(&format!("ConfigSync {name}: {what}"), WITHIN, || async {
         let s = api.get(name).await.map_err(|e| e.to_string())?.data["status"].clone();
@@ -114,10 +129,12 @@ async fn a_configmap_is_kept_in_every_selected_namespace_and_cleaned_up_on_delet
     for t in [&t1, &t2] {
         label_ns(&client, t, &label, true).await?;
     }
-    let source: ConfigMap = serde_json::from_value(json!({ "metadata": { "name": "settings" }, "data": { "setting": "1" } }))?;
+    let source: ConfigMap =
+        serde_json::from_value(json!({ "metadata": { "name": "settings" }, "data": { "setting": "1" } }))?;
     Api::<ConfigMap>::namespaced(client.clone(), &src).create(&PostParams::default(), &source).await?;
     // t4 already holds a ConfigMap of that name that config-sync did not create.
-    let theirs: ConfigMap = serde_json::from_value(json!({ "metadata": { "name": "settings" }, "data": { "setting": "theirs" } }))?;
+    let theirs: ConfigMap =
+        serde_json::from_value(json!({ "metadata": { "name": "settings" }, "data": { "setting": "theirs" } }))?;
     Api::<ConfigMap>::namespaced(client.clone(), &t4).create(&PostParams::default(), &theirs).await?;
 
     let dir = plugins::folder(&[("config-sync.wasm", plugins::CONFIG_SYNC)])?;
@@ -144,7 +161,8 @@ async fn a_configmap_is_kept_in_every_selected_namespace_and_cleaned_up_on_delet
     label_ns(&client, &t3, &label, true).await?;
     cm_where(&client, &t3, "settings", "a copy after labelling", |c| data_is(c, "1")).await?;
     label_ns(&client, &t1, &label, false).await?;
-    gone(&Api::<ConfigMap>::namespaced(client.clone(), &t1), "settings", "the copy in the unlabelled namespace").await?;
+    gone(&Api::<ConfigMap>::namespaced(client.clone(), &t1), "settings", "the copy in the unlabelled namespace")
+        .await?;
 
     // A copy edited by hand is restored; a change of the source reaches every copy.
     let pp = PatchParams { field_manager: Some("kubectl-edit".into()), ..PatchParams::default() };
@@ -177,10 +195,14 @@ async fn a_configmap_is_kept_in_every_selected_namespace_and_cleaned_up_on_delet
     syncs(&client).delete(&name, &DeleteParams::default()).await?;
     gone(&syncs(&client), &name, "the ConfigSync").await?;
     for t in [&t2, &t3] {
-        gone(&Api::<ConfigMap>::namespaced(client.clone(), t), "settings", "a copy after the ConfigSync's deletion").await?;
+        gone(&Api::<ConfigMap>::namespaced(client.clone(), t), "settings", "a copy after the ConfigSync's deletion")
+            .await?;
     }
     assert!(Api::<ConfigMap>::namespaced(client.clone(), &t4).get_opt("settings").await?.is_some(), "theirs stays");
-    assert!(Api::<ConfigMap>::namespaced(client.clone(), &src).get_opt("settings").await?.is_some(), "the source stays");
+    assert!(
+        Api::<ConfigMap>::namespaced(client.clone(), &src).get_opt("settings").await?.is_some(),
+        "the source stays"
+    );
     assert_eq!(host.metric("kwop_finalize_total", &[("result", "done")])?, 1.0);
     assert_eq!(host.metric("kwop_outcomes_rejected_total", &[])?, 0.0, "{}", host.log());
     Ok(())
@@ -219,7 +241,9 @@ async fn a_secrets_data_is_copied_and_appears_nowhere_else() -> anyhow::Result<(
     let copies: Api<Secret> = Api::namespaced(client.clone(), &t1);
     wait::until("the Secret copied", WITHIN, || async {
         let s = copies.get_opt("creds").await.map_err(|e| e.to_string())?;
-        Ok(s.filter(|s| s.data.as_ref().and_then(|d| d.get("password")).is_some_and(|p| p.0 == SECRET_VALUE.as_bytes())))
+        Ok(s.filter(|s| {
+            s.data.as_ref().and_then(|d| d.get("password")).is_some_and(|p| p.0 == SECRET_VALUE.as_bytes())
+        }))
     })
     .await?;
     let status = sync_status_where(&client, &name, "the conflict in t2", |s| s["conflicts"] == json!([t2])).await?;
@@ -233,7 +257,9 @@ async fn a_secrets_data_is_copied_and_appears_nowhere_else() -> anyhow::Result<(
     let text = format!(
         "{status}\n{}\n{}",
         serde_json::to_string(&evs)?,
-        serde_json::to_string(&Api::<k8s_openapi::api::events::v1::Event>::all(client.clone()).list(&ListParams::default()).await?)?
+        serde_json::to_string(
+            &Api::<k8s_openapi::api::events::v1::Event>::all(client.clone()).list(&ListParams::default()).await?
+        )?
     );
     for needle in [SECRET_VALUE, encoded.as_str()] {
         assert!(!text.contains(needle), "secret data in the status or an event");
@@ -253,7 +279,8 @@ async fn as_a_reconciler_plugin_its_grants_bound_where_copies_go() -> anyhow::Re
     for t in [&t1, &t2] {
         label_ns(&client, t, &label, true).await?;
     }
-    let source: ConfigMap = serde_json::from_value(json!({ "metadata": { "name": "settings" }, "data": { "setting": "1" } }))?;
+    let source: ConfigMap =
+        serde_json::from_value(json!({ "metadata": { "name": "settings" }, "data": { "setting": "1" } }))?;
     Api::<ConfigMap>::namespaced(client.clone(), &src).create(&PostParams::default(), &source).await?;
     let plugin: ConfigMap = serde_json::from_value(json!({
         "metadata": { "name": "plugins" },
@@ -274,7 +301,8 @@ async fn as_a_reconciler_plugin_its_grants_bound_where_copies_go() -> anyhow::Re
     let source_spec = json!({ "configMap": { "name": "plugins", "key": "config-sync.wasm" } });
     // Without acrossNamespaces the plugin asks for more than it is granted: not started.
     let rp = format!("config-sync-{src}");
-    rp::apply_rp(&client, &rp, &src, json!({ "source": source_spec, "grants": grants(false, json!([src, t1])) })).await?;
+    rp::apply_rp(&client, &rp, &src, json!({ "source": source_spec, "grants": grants(false, json!([src, t1])) }))
+        .await?;
     let _host = Host::start_reconciler_plugins(
         common::KWOP,
         plane,
@@ -287,14 +315,18 @@ async fn as_a_reconciler_plugin_its_grants_bound_where_copies_go() -> anyhow::Re
     assert!(s.last_error.unwrap_or_default().contains("across namespaces"));
 
     // Granted across, in the source's namespace and t1 only: t2 is selected but never written.
-    rp::apply_rp(&client, &rp, &src, json!({ "source": source_spec, "grants": grants(true, json!([src, t1])) })).await?;
+    rp::apply_rp(&client, &rp, &src, json!({ "source": source_spec, "grants": grants(true, json!([src, t1])) }))
+        .await?;
     rp::status_where(&client, &rp, "Ready", WITHIN, rp::ready).await?;
     let name = format!("rp-sync-{src}");
     create_sync(&client, &name, "ConfigMap", &src, "settings", &label).await?;
     cm_where(&client, &t1, "settings", "the copy where granted", |c| data_is(c, "1")).await?;
     sync_status_where(&client, &name, "synced 1", |s| s["synced"] == 1).await?;
     tokio::time::sleep(Duration::from_secs(2)).await;
-    assert!(Api::<ConfigMap>::namespaced(client.clone(), &t2).get_opt("settings").await?.is_none(), "t2 is not granted");
+    assert!(
+        Api::<ConfigMap>::namespaced(client.clone(), &t2).get_opt("settings").await?.is_none(),
+        "t2 is not granted"
+    );
     let writes: Vec<_> = plane.audited("kwop/").into_iter().filter(|w| w.namespace == t2).collect();
     assert!(writes.is_empty(), "{writes:?}");
     syncs(&client).delete(&name, &DeleteParams::default()).await?;

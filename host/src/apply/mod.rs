@@ -184,6 +184,16 @@ impl Applier {
         }
     }
 
+    /// Whether `rv` is the version a primary had just before this applier's last status write on
+    /// it: the cache has not caught up with our own write yet. A reconcile now would decide on
+    /// stale input (a condition's transition time would move for nothing, and be written again);
+    /// the watch event of our write reconciles it anyway.
+    pub fn behind_own_status(&self, gvk: &Gvk, namespace: Option<&str>, name: &str, rv: &str) -> bool {
+        let key = (gvk.clone(), namespace.map(str::to_string), name.to_string());
+        let memo = self.status_memo.lock().unwrap_or_else(|p| p.into_inner());
+        memo.get(&key).is_some_and(|a| a.before.as_deref() == Some(rv) && a.after != rv)
+    }
+
     /// Forgets what was applied for objects of a deleted primary's namespace/name (memory bound).
     pub fn forget(&self, gvk: &Gvk, namespace: Option<&str>, name: &str) {
         let key = (gvk.clone(), namespace.map(str::to_string), name.to_string());

@@ -87,6 +87,13 @@ impl Inner {
         if cached.deleting() {
             return self.deleting(key, &plugin, &cached, &seen).await;
         }
+        // Our own last status write is not in the cache yet: its watch event brings a fresh view
+        // (the delay is a safety net should that event be lost).
+        let gvk = &self.primary.resolved.gvk;
+        if self.applier.behind_own_status(gvk, ns.as_deref(), &key.name, cached.resource_version()) {
+            m.result(name, "stale");
+            return Next::After(Duration::from_secs(2));
+        }
         let mut view = RecordingCache::new(self.caches.clone(), ns.clone(), plugin.grants.clone());
         if self.shared.recorder.is_some() {
             view = view.keeping_answers();

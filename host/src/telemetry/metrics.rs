@@ -19,8 +19,9 @@ pub struct PluginLabel {
 pub struct ResultLabels {
     /// Plugin name.
     pub plugin: String,
-    /// `success`, `unchanged` (memoized: the plugin was not called), `plugin_failure`,
-    /// `plugin_error`, `rejected`, `write_error`.
+    /// `success`, `unchanged` (memoized: the plugin was not called), `stale` (the cache has not
+    /// seen the host's own last status write yet: not called, its watch event reconciles again),
+    /// `plugin_failure`, `plugin_error`, `rejected`, `write_error`.
     pub result: String,
 }
 
