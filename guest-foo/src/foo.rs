@@ -4,7 +4,7 @@ use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use kwop_guest::conditions::{set_condition, Condition};
-use kwop_guest::{Event, Failure, Meta, Time};
+use kwop_guest::{Event, Failure, Meta, Time, Violation};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -142,19 +142,19 @@ pub fn sync(foo: &Foo, deployment: &dyn Fn(&str, &str) -> Option<Observed>, now:
             return Err(Failure::retry(msg.clone()).event(Event::warning(ERR_RESOURCE_EXISTS, msg)));
         }
     }
-    let exists = observed.is_some();
     let available = observed.and_then(|d| d.status).and_then(|s| s.available_replicas).unwrap_or(0);
     Ok(Decision {
         deployment: new_deployment(foo, name),
-        status: status(foo, name, exists, available, now),
+        status: status(foo, name, available, now),
         events: vec![Event::normal(SUCCESS_SYNCED, MESSAGE_RESOURCE_SYNCED)],
     })
 }
 
 /// The Foo's status: `availableReplicas` as sample-controller writes it, the generation it
 /// describes, and the conditions Ready (enough replicas available) and Progressing (the
-/// Deployment is being created or scaled).
-fn status(foo: &Foo, name: &str, exists: bool, available: i32, now: Time) -> FooStatus {
+/// Deployment is being scaled to the Foo's replicas). A Deployment just created and one not yet
+/// in the cache read the same (0 available), so the status is written once, not twice.
+fn status(foo: &Foo, name: &str, available: i32, now: Time) -> FooStatus {
     // An unset spec.replicas leaves the Deployment at its default, 1.
     let desired = foo.spec.replicas.unwrap_or(1);
     let generation = foo.metadata.generation;
@@ -166,16 +166,60 @@ fn status(foo: &Foo, name: &str, exists: bool, available: i32, now: Time) -> Foo
         Condition::new(READY, false, "Unavailable", counted.clone())
     };
     set_condition(&mut conditions, ready.observed_generation(generation), now);
-    let progressing = match (exists, available.cmp(&desired)) {
-        (false, _) => Condition::new(PROGRESSING, true, "Creating", format!("creating Deployment {name:?}")),
-        (true, std::cmp::Ordering::Less) => Condition::new(PROGRESSING, true, "ScalingUp", counted),
-        (true, std::cmp::Ordering::Greater) => Condition::new(PROGRESSING, true, "ScalingDown", counted),
-        (true, std::cmp::Ordering::Equal) => {
+    let progressing = match available.cmp(&desired) {
+        std::cmp::Ordering::Less => Condition::new(PROGRESSING, true, "ScalingUp", counted),
+        std::cmp::Ordering::Greater => Condition::new(PROGRESSING, true, "ScalingDown", counted),
+        std::cmp::Ordering::Equal => {
             Condition::new(PROGRESSING, false, "Complete", format!("Deployment {name:?} has {desired} available"))
         }
     };
     set_condition(&mut conditions, progressing.observed_generation(generation), now);
     FooStatus { available_replicas: available, observed_generation: generation, conditions }
+}
+
+/// Admission: what the API server should refuse to store, so `kubectl apply` says it at once
+/// instead of an `InvalidSpec` or `ErrResourceExists` event after the fact. Schema checks
+/// (`replicas` 1–10) stay in the CRD.
+///
+/// A missing or invalid `deploymentName`, or one naming an existing Deployment this Foo does not
+/// control, is refused on CREATE and whenever an UPDATE changes `spec`; an UPDATE that leaves
+/// `spec` as it was (labels, annotations, finalizers) is never refused for it — a warning says
+/// what is wrong instead — so a Foo that went wrong can still be labelled, fixed or deleted.
+pub fn admit(
+    foo: &Foo,
+    old: Option<&Foo>,
+    deployment: &dyn Fn(&str, &str) -> Option<Observed>,
+) -> Result<Vec<String>, Vec<Violation>> {
+    let field = "spec.deploymentName";
+    let problem = match foo.spec.deployment_name.as_deref() {
+        Some(n) if !n.is_empty() => match check_dns_subdomain(n) {
+            Err(why) => Some(format!("{n:?} is not a valid Deployment name: {why}")),
+            Ok(()) => {
+                let namespace = foo.metadata.namespace.as_deref().unwrap_or_default();
+                match deployment(namespace, n) {
+                    Some(d) if !is_controlled_by(&d, &foo.metadata.uid) => Some(format!(
+                        "Deployment {n:?} already exists in namespace {namespace:?} and is not managed by this Foo; \
+                         choose another name"
+                    )),
+                    _ => None,
+                }
+            }
+        },
+        _ => Some("is required: the name of the Deployment this Foo manages".to_string()),
+    };
+    // v2 (the hot-swap tests' second version) also refuses names starting with "old-".
+    let problem = problem.or_else(|| {
+        let name = foo.spec.deployment_name.as_deref().unwrap_or_default();
+        (cfg!(feature = "v2") && name.starts_with("old-"))
+            .then(|| format!("{name:?} starts with \"old-\", which guest-foo v2 does not take"))
+    });
+    let Some(message) = problem else {
+        return Ok(Vec::new());
+    };
+    match old {
+        Some(old) if old.spec == foo.spec => Ok(vec![format!("{field}: {message}")]),
+        _ => Err(vec![Violation::field(field, message)]),
+    }
 }
 
 /// The whole reconcile at the JSON boundary, as the plugin does it (parse the Foo, look up the
