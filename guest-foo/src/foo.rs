@@ -4,7 +4,7 @@ use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use kwop_guest::conditions::{set_condition, Condition};
-use kwop_guest::{Event, Failure, Meta, Time};
+use kwop_guest::{Event, Failure, Meta, Time, Violation};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -175,6 +175,51 @@ fn status(foo: &Foo, name: &str, available: i32, now: Time) -> FooStatus {
     };
     set_condition(&mut conditions, progressing.observed_generation(generation), now);
     FooStatus { available_replicas: available, observed_generation: generation, conditions }
+}
+
+/// Admission: what the API server should refuse to store, so `kubectl apply` says it at once
+/// instead of an `InvalidSpec` or `ErrResourceExists` event after the fact. Schema checks
+/// (`replicas` 1–10) stay in the CRD.
+///
+/// A missing or invalid `deploymentName`, or one naming an existing Deployment this Foo does not
+/// control, is refused on CREATE and whenever an UPDATE changes `spec`; an UPDATE that leaves
+/// `spec` as it was (labels, annotations, finalizers) is never refused for it — a warning says
+/// what is wrong instead — so a Foo that went wrong can still be labelled, fixed or deleted.
+pub fn admit(
+    foo: &Foo,
+    old: Option<&Foo>,
+    deployment: &dyn Fn(&str, &str) -> Option<Observed>,
+) -> Result<Vec<String>, Vec<Violation>> {
+    let field = "spec.deploymentName";
+    let problem = match foo.spec.deployment_name.as_deref() {
+        Some(n) if !n.is_empty() => match check_dns_subdomain(n) {
+            Err(why) => Some(format!("{n:?} is not a valid Deployment name: {why}")),
+            Ok(()) => {
+                let namespace = foo.metadata.namespace.as_deref().unwrap_or_default();
+                match deployment(namespace, n) {
+                    Some(d) if !is_controlled_by(&d, &foo.metadata.uid) => Some(format!(
+                        "Deployment {n:?} already exists in namespace {namespace:?} and is not managed by this Foo; \
+                         choose another name"
+                    )),
+                    _ => None,
+                }
+            }
+        },
+        _ => Some("is required: the name of the Deployment this Foo manages".to_string()),
+    };
+    // v2 (the hot-swap tests' second version) also refuses names starting with "old-".
+    let problem = problem.or_else(|| {
+        let name = foo.spec.deployment_name.as_deref().unwrap_or_default();
+        (cfg!(feature = "v2") && name.starts_with("old-"))
+            .then(|| format!("{name:?} starts with \"old-\", which guest-foo v2 does not take"))
+    });
+    let Some(message) = problem else {
+        return Ok(Vec::new());
+    };
+    match old {
+        Some(old) if old.spec == foo.spec => Ok(vec![format!("{field}: {message}")]),
+        _ => Err(vec![Violation::field(field, message)]),
+    }
 }
 
 /// The whole reconcile at the JSON boundary, as the plugin does it (parse the Foo, look up the

@@ -8,5 +8,5 @@ pub mod foo;
 #[cfg(target_arch = "wasm32")]
 mod plugin;
 
-pub use foo::{reconcile_json, sync, Decision, Foo, FooSpec, FooStatus, Observed};
+pub use foo::{admit, reconcile_json, sync, Decision, Foo, FooSpec, FooStatus, Observed};
 pub use kwop_guest::Time;

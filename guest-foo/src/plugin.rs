@@ -2,7 +2,7 @@
 
 use crate::foo::{self, Foo};
 use k8s_openapi::api::apps::v1::Deployment;
-use kwop_guest::{Context, Failure, Gvk, Info, Outcome, Reconciler};
+use kwop_guest::{Admission, Context, Failure, Gvk, Info, Outcome, Reconciler, Violation};
 
 struct GuestFoo;
 
@@ -18,7 +18,7 @@ impl Reconciler for GuestFoo {
             Some(g) => (format!("guest-foo-{}", g.split('.').next().unwrap_or(g)), g),
             None => ("guest-foo".to_string(), "samplecontroller.k8s.io"),
         };
-        Info::new(&name, version, Gvk::new(group, "v1alpha1", "Foo")).owns(Gvk::of::<Deployment>())
+        Info::new(&name, version, Gvk::new(group, "v1alpha1", "Foo")).owns(Gvk::of::<Deployment>()).validates()
     }
 
     fn reconcile(foo: Foo, ctx: &Context) -> Result<Outcome, Failure> {
@@ -29,6 +29,11 @@ impl Reconciler for GuestFoo {
             out = out.event(e);
         }
         Ok(out)
+    }
+
+    fn validate(req: Admission<Foo>, ctx: &Context) -> Result<Vec<String>, Vec<Violation>> {
+        let kind = Gvk::of::<Deployment>();
+        foo::admit(&req.object, req.old.as_ref(), &|ns, name| ctx.get_as::<foo::Observed>(&kind, Some(ns), name))
     }
 }
 

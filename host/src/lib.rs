@@ -12,9 +12,11 @@
 //! and the reconcile spine; [`apply`] is the only writer; [`report`] records events;
 //! [`source`] is where plugins come from (folder, ReconcilerPlugins, OCI); [`hotswap`] loads
 //! and swaps them; [`shadow`] runs candidates beside the active version and records reconciles
-//! for replay; [`leader`] gates controllers on a Lease;
-//! [`telemetry`] serves metrics and probes; [`cli`] is the command line.
+//! for replay; [`leader`] gates controllers on a Lease; [`finalize`] is the deletion lifecycle
+//! of primaries whose plugin finalizes; [`admission`] serves plugins that validate as a
+//! validating webhook; [`telemetry`] serves metrics and probes; [`cli`] is the command line.
 
+pub mod admission;
 pub mod apply;
 pub mod cli;
 pub mod controller;

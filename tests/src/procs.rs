@@ -110,6 +110,11 @@ impl Proc {
         let _ = self.child.wait();
     }
 
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// SIGKILL at once.
     pub fn kill(&mut self) {
         let _ = self.child.kill();

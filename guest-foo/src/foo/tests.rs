@@ -162,3 +162,28 @@ fn conditions_say_ready_when_the_replicas_are_available_and_keep_their_transitio
     let d3 = sync(&f, &found, Time::from_seconds(1_900_000_000)).expect("sync");
     assert_eq!(d3.status, d2.status);
 }
+
+#[test]
+fn admission_refuses_a_missing_an_invalid_or_a_foreign_deployment_name() {
+    let foreign = |_: &str, _: &str| Some(deployment(Some("someone-else"), None));
+    let ours = |_: &str, _: &str| Some(deployment(Some("uid-foo"), None));
+    assert_eq!(admit(&foo(Some("web"), Some(1)), None, &none), Ok(vec![]));
+    assert_eq!(admit(&foo(Some("web"), Some(1)), None, &ours), Ok(vec![]));
+    for (f, lookup, needle) in [
+        (foo(None, Some(1)), &none as &dyn Fn(&str, &str) -> Option<Observed>, "is required"),
+        (foo(Some(""), Some(1)), &none, "is required"),
+        (foo(Some("Bad_Name"), Some(1)), &none, "\"Bad_Name\" is not a valid Deployment name: must consist of lower case"),
+        (foo(Some("web"), Some(1)), &foreign, "already exists in namespace \"default\" and is not managed by this Foo"),
+    ] {
+        let v = admit(&f, None, lookup).expect_err(needle);
+        assert_eq!(v.len(), 1);
+        assert_eq!(v[0].field.as_deref(), Some("spec.deploymentName"));
+        assert!(v[0].message.contains(needle), "{}", v[0].message);
+    }
+    // An UPDATE that leaves spec alone is not refused (a finalizer or a label can still change),
+    // but warned about; one that changes spec to something wrong is refused.
+    let bad = foo(Some("web"), Some(1));
+    let warned = admit(&bad, Some(&bad), &foreign).expect("allowed");
+    assert!(warned[0].starts_with("spec.deploymentName: Deployment \"web\" already exists"), "{warned:?}");
+    assert!(admit(&foo(Some("web"), Some(2)), Some(&bad), &foreign).is_err());
+}

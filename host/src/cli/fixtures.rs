@@ -6,6 +6,10 @@
 //! what `kwop plugin reconcile` prints for them. An optional `call.json` fixes the reconcile's
 //! instant (`startedAtUnixNanos`, as a recording has it), so clock-dependent outcomes (a
 //! condition's transition time) are reproducible.
+//!
+//! A validation fixture has `object.yaml` (the object admitted) instead of `primary.yaml`, an
+//! optional `old.yaml` (then it is an UPDATE) and `observed.yaml`, and `expected.json`, exactly
+//! what `kwop plugin validate` prints.
 
 use super::offline::{read_objects, reconcile_offline_at, Checks};
 use crate::plugin::LoadedPlugin;
@@ -71,7 +75,8 @@ enum Verdict {
 }
 
 pub(super) fn collect(dir: &Path, update: bool, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
-    if dir.join("expected.json").is_file() || (update && dir.join("primary.yaml").is_file()) {
+    let case = dir.join("primary.yaml").is_file() || dir.join("object.yaml").is_file();
+    if dir.join("expected.json").is_file() || (update && case) {
         out.push(dir.to_path_buf());
         return Ok(());
     }
@@ -93,8 +98,9 @@ fn run_one(
     update: bool,
     ignore: &[String],
 ) -> anyhow::Result<Verdict> {
-    let primary =
-        read_objects(&dir.join("primary.yaml"))?.into_iter().next().ok_or_else(|| anyhow!("primary.yaml is empty"))?;
+    let first = |name: &str| -> anyhow::Result<Value> {
+        read_objects(&dir.join(name))?.into_iter().next().ok_or_else(|| anyhow!("{name} is empty"))
+    };
     let observed_file = dir.join("observed.yaml");
     let observed = if observed_file.exists() { read_objects(&observed_file)? } else { Vec::new() };
     let call_file = dir.join("call.json");
@@ -107,7 +113,12 @@ fn run_one(
         }
         Err(_) => None,
     };
-    let (mut got, _) = reconcile_offline_at(p, primary, observed, &Checks { fence: true, schemas }, started_at);
+    let (mut got, _) = if dir.join("object.yaml").is_file() {
+        let old = if dir.join("old.yaml").is_file() { Some(first("old.yaml")?) } else { None };
+        super::validate::validate_offline(p, first("object.yaml")?, old, observed, schemas, started_at)
+    } else {
+        reconcile_offline_at(p, first("primary.yaml")?, observed, &Checks { fence: true, schemas }, started_at)
+    };
     let expected_file = dir.join("expected.json");
     let mut expected: Option<Value> = match std::fs::read_to_string(&expected_file) {
         Ok(text) => Some(serde_json::from_str(&text).context("expected.json is not JSON")?),

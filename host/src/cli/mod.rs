@@ -7,6 +7,8 @@ mod offline;
 mod replay;
 mod run;
 pub mod units;
+mod validate;
+pub mod webhook;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::net::SocketAddr;
@@ -201,6 +203,9 @@ pub struct RunArgs {
     /// memory.max), else half of the machine's memory].
     #[arg(long, value_parser = units::bytes, env = "KWOP_PLUGIN_MEMORY_BUDGET")]
     pub plugin_memory_budget: Option<usize>,
+    /// Admission webhooks.
+    #[command(flatten)]
+    pub webhook: webhook::WebhookArgs,
     /// Sandbox limits.
     #[command(flatten)]
     pub sandbox: SandboxArgs,
@@ -240,6 +245,32 @@ pub enum PluginCommand {
         crds: Vec<PathBuf>,
         /// The reconcile's instant (`request.now`, the plugin's wall clock), RFC 3339, e.g.
         /// 2026-01-01T00:00:00Z [default: now].
+        #[arg(long, value_parser = humantime::parse_rfc3339_weak)]
+        now: Option<std::time::SystemTime>,
+        /// Sandbox limits.
+        #[command(flatten)]
+        sandbox: SandboxArgs,
+    },
+    /// Run a plugin's `validate` offline, as the host's admission webhook would for a CREATE (or,
+    /// with --old, an UPDATE) of the object. Prints {"allowed":..,"warnings":[..],"violations":
+    /// [{"field":..,"message":..}]} (with "message", what kubectl would print, when refused);
+    /// exits 1 when the object is refused or the plugin fails.
+    Validate {
+        /// The component.
+        file: PathBuf,
+        /// The object to admit (JSON or YAML file, or - for stdin).
+        #[arg(long)]
+        object: PathBuf,
+        /// The stored object, for an UPDATE.
+        #[arg(long)]
+        old: Option<PathBuf>,
+        /// Objects for the cache (as `reconcile --observed`). Repeatable.
+        #[arg(long)]
+        observed: Vec<PathBuf>,
+        /// CustomResourceDefinition files (which kinds are namespaced).
+        #[arg(long = "crd", value_name = "FILE")]
+        crds: Vec<PathBuf>,
+        /// The request's instant, RFC 3339 [default: now].
         #[arg(long, value_parser = humantime::parse_rfc3339_weak)]
         now: Option<std::time::SystemTime>,
         /// Sandbox limits.

@@ -48,6 +48,24 @@ pub(super) fn plugin(cmd: PluginCommand) -> anyhow::Result<ExitCode> {
             print_json(&out)?;
             Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
         }
+        PluginCommand::Validate { file, object, old, observed, crds, now, sandbox } => {
+            let schemas = load_crds(&crds)?;
+            let engine = engine(&sandbox)?;
+            let p = LoadedPlugin::load_file(&engine, &file, limits(&sandbox))
+                .map_err(|e| anyhow!("{}: {e}", file.display()))?;
+            let one = |path: &Path| -> anyhow::Result<Value> {
+                read_objects(path)?.into_iter().next().ok_or_else(|| anyhow!("{}: no object in the file", path.display()))
+            };
+            let object = one(&object)?;
+            let old = old.as_deref().map(one).transpose()?;
+            let mut objects = Vec::new();
+            for f in &observed {
+                objects.extend(read_objects(f)?);
+            }
+            let (out, ok) = super::validate::validate_offline(&p, object, old, objects, &schemas, now);
+            print_json(&out)?;
+            Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+        }
         PluginCommand::Replay { file, recordings, sandbox } => {
             let engine = engine(&sandbox)?;
             let p = LoadedPlugin::load_file(&engine, &file, limits(&sandbox))
@@ -195,7 +213,7 @@ pub struct Checks<'a> {
 
 /// Whether a kind is namespaced, offline: a CRD says, else the well-known cluster-scoped kinds
 /// are not and everything else is.
-fn namespaced(schemas: &Schemas, g: &Gvk) -> bool {
+pub(super) fn namespaced(schemas: &Schemas, g: &Gvk) -> bool {
     schemas.namespaced(g).unwrap_or_else(|| !outcome::fence::well_known_cluster_scoped(g))
 }
 
@@ -208,7 +226,7 @@ fn kind_of(o: &Value) -> Gvk {
 
 /// Fills in namespaces as they would be on a cluster: a namespaced primary without one is in
 /// `default` (as kubectl does), and observed objects without one are in the primary's.
-fn place_in_namespaces(primary: &mut Value, observed: &mut [Value], schemas: &Schemas) -> Option<String> {
+pub(super) fn place_in_namespaces(primary: &mut Value, observed: &mut [Value], schemas: &Schemas) -> Option<String> {
     let set_ns = |o: &mut Value, ns: &str| {
         if let Some(m) = o.get_mut("metadata").and_then(Value::as_object_mut) {
             m.insert("namespace".into(), ns.into());

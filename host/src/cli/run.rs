@@ -206,7 +206,16 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
         None => None,
     };
     let pool = Arc::new(crate::watch::Pool::new(client.clone(), config.namespace.clone(), metrics.clone()));
+    let system_namespace = args.system_namespace.clone().or_else(pod_namespace).unwrap_or_else(|| "kwop-system".into());
+    let admission = match args.webhook.config(&system_namespace, args.namespace.as_deref())? {
+        Some(cfg) => Some(
+            crate::admission::start(cfg, client.clone(), pool.clone(), metrics.clone(), leadership.clone(), stop_http.clone())
+                .await?,
+        ),
+        None => None,
+    };
     let shared = Arc::new(Shared {
+        admission,
         pool,
         client,
         metrics: metrics.clone(),
@@ -240,7 +249,7 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
             let (reports_tx, reports_rx) = mpsc::unbounded_channel();
             let supervisor = Supervisor::pushed(engine, limits, shared.clone(), reports_tx);
             let cfg = ClusterConfig {
-                namespace: args.system_namespace.clone().or_else(pod_namespace).unwrap_or_else(|| "kwop-system".into()),
+                namespace: system_namespace.clone(),
                 selector: args.reconciler_plugin_selector.clone(),
                 oci: OciConfig {
                     insecure: args.insecure_registries.clone(),

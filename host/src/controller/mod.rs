@@ -89,6 +89,8 @@ pub struct Shared {
     pub recorder: Option<Arc<crate::shadow::record::Recorder>>,
     /// The host's caches, one per kind, shared by every plugin.
     pub pool: Arc<crate::watch::Pool>,
+    /// The plugins that validate, when the host serves admission (`--webhook-bind-address`).
+    pub admission: Option<Arc<crate::admission::Registry>>,
 }
 
 /// Why a controller could not start.

@@ -20,8 +20,35 @@ impl Supervisor {
     /// Brings one plugin's controller to what it should be: running the good version while this
     /// replica is active (and it is not suspended, nor waiting for another plugin's primary
     /// kind), stopped otherwise. At most one start or stop per plugin runs at a time (in the
-    /// background); its completion drives the plugin again.
+    /// background); its completion drives the plugin again. Admission follows (on every replica,
+    /// active or not: see [`Supervisor::publish_admission`]).
     pub(super) fn drive(&mut self, file: &str) {
+        self.drive_controller(file);
+        self.publish_admission();
+    }
+
+    /// The plugins that validate, to the admission registry: each good version that is not
+    /// removed, suspended, or waiting for another plugin's primary kind — on standbys too, since
+    /// every replica answers the webhook.
+    pub(super) fn publish_admission(&self) {
+        let Some(registry) = &self.shared.admission else { return };
+        let offers = self
+            .slots
+            .iter()
+            .filter(|(_, s)| !s.removed && !s.entry.as_ref().is_some_and(|e| e.suspend))
+            .filter_map(|(file, s)| {
+                let p = s.good.clone()?;
+                if !p.info.validates || self.claim_holder(file, &p.info.primary).is_some() {
+                    return None;
+                }
+                let failure_policy = s.entry.as_ref().and_then(|e| e.failure_policy);
+                Some(crate::admission::Offer { key: file.clone(), plugin: p, failure_policy })
+            })
+            .collect();
+        registry.offer(offers);
+    }
+
+    fn drive_controller(&mut self, file: &str) {
         let grace = self.shared.config.shutdown_grace;
         let active = self.active && self.shutdown.is_none();
         let holder = match self.slots.get(file).and_then(|s| s.good.clone()) {

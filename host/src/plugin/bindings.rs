@@ -55,6 +55,7 @@ pub(crate) fn info_from_v01(i: old::PluginInfo) -> wit::PluginInfo {
         owns: i.owns.into_iter().map(|k| wit::OwnedKind { kind: gvk(k), across_namespaces: false }).collect(),
         reads: i.reads.into_iter().map(gvk).collect(),
         finalizes: false,
+        validates: false,
     }
 }
 

@@ -23,6 +23,8 @@ pub struct PluginInfo {
     pub reads: Vec<Gvk>,
     /// The host adds the finalizer `kwop.dev/<name>` and calls `finalize` on deletion.
     pub finalizes: bool,
+    /// The host serves admission for the primary kind and calls `validate`.
+    pub validates: bool,
 }
 
 /// Every plugin's field manager starts so (the cache keeps these managers' status entries).
@@ -41,6 +43,7 @@ impl PluginInfo {
             across,
             reads: w.reads.into_iter().map(conv).collect(),
             finalizes: w.finalizes,
+            validates: w.validates,
         };
         info.validate()?;
         Ok(info)
@@ -129,6 +132,7 @@ mod tests {
             owns: owns.into_iter().map(|kind| wit::OwnedKind { kind, across_namespaces: false }).collect(),
             reads: vec![],
             finalizes: false,
+            validates: false,
         }
     }
 

@@ -8,7 +8,7 @@ use super::info::PluginInfo;
 use super::limits::{LimitSet, Limits};
 use super::sandbox::{self, CallContext, CallError, HostState, RawResult};
 use super::wasi::Determinism;
-use super::world::{Export, Pre, Raw, RawFinalize, Request, World};
+use super::world::{Pre, World};
 use crate::kinds::Gvk;
 use sha2::{Digest, Sha256};
 use std::collections::HashSet;
@@ -272,121 +272,5 @@ impl LoadedPlugin {
             Pre::V01(_) => World::V01,
             Pre::V02(_) => World::V02,
         }
-    }
-
-    /// Runs one reconcile in a fresh instance, under this plugin's limits. The future waits for
-    /// admission first; the call itself runs on the plugin runtime.
-    pub async fn call(
-        &self,
-        req: Request,
-        spec: CallSpec,
-        cache: Arc<dyn crate::plugin::CacheView>,
-    ) -> Result<RawResult, CallError> {
-        match self.run(Export::Reconcile, req, spec, cache).await? {
-            Raw::Reconcile(r) => Ok(r),
-            Raw::Finalize(_) => Err(CallError::Trap("finalize answered a reconcile".into())),
-        }
-    }
-
-    /// Runs `finalize` for a primary being deleted, as [`LoadedPlugin::call`] runs `reconcile`.
-    /// Only a 0.2 plugin that declared `finalizes` is asked (anything else is an error here).
-    pub async fn finalize(
-        &self,
-        req: Request,
-        spec: CallSpec,
-        cache: Arc<dyn crate::plugin::CacheView>,
-    ) -> Result<RawFinalize, CallError> {
-        if !self.info.finalizes {
-            return Err(CallError::Trap(format!("plugin {} does not finalize", self.info.name)));
-        }
-        match self.run(Export::Finalize, req, spec, cache).await? {
-            Raw::Finalize(r) => Ok(r),
-            Raw::Reconcile(_) => Err(CallError::Trap("reconcile answered a finalize".into())),
-        }
-    }
-
-    async fn run(
-        &self,
-        export: Export,
-        req: Request,
-        spec: CallSpec,
-        cache: Arc<dyn crate::plugin::CacheView>,
-    ) -> Result<Raw, CallError> {
-        let req = req.to_wit(spec.started_at);
-        let ctx = CallContext {
-            plugin: self.name.clone(),
-            object: spec.object,
-            cache,
-            readable: self.readable.clone(),
-            determinism: Determinism::new(&self.sha256, &spec.uid, &spec.resource_version, spec.started_at),
-            clock_read: spec.clock_read,
-        };
-        let (pre, deadline) = (self.pre.clone(), self.limits.deadline);
-        let (r, _) = call::run(&self.engine, &self.limits, ctx, move |mut store| async move {
-            let r = async {
-                let fail = |s: &wasmtime::Store<HostState>, e, inst| sandbox::classify(s, e, deadline, inst);
-                match (pre, export) {
-                    (Pre::V02(p), export) => {
-                        let i = p.instantiate_async(&mut store).await.map_err(|e| fail(&store, e, true))?;
-                        match export {
-                            Export::Reconcile => i
-                                .call_reconcile(&mut store, &req)
-                                .await
-                                .map(Raw::Reconcile)
-                                .map_err(|e| fail(&store, e, false)),
-                            Export::Finalize => i
-                                .call_finalize(&mut store, &req)
-                                .await
-                                .map(Raw::Finalize)
-                                .map_err(|e| fail(&store, e, false)),
-                        }
-                    }
-                    (Pre::V01(p), Export::Reconcile) => {
-                        let i = p.instantiate_async(&mut store).await.map_err(|e| fail(&store, e, true))?;
-                        let old = bindings::request_to_v01(&req);
-                        let r = i.call_reconcile(&mut store, &old).await.map_err(|e| fail(&store, e, false))?;
-                        Ok(Raw::Reconcile(bindings::result_from_v01(r)))
-                    }
-                    (Pre::V01(_), Export::Finalize) => {
-                        Err(CallError::Trap("a kwop:reconciler@0.1 plugin has no finalize".into()))
-                    }
-                }
-            }
-            .await;
-            (store, r)
-        })
-        .await?;
-        Ok(r)
-    }
-
-    /// [`LoadedPlugin::call`], blocking (for the offline tools): starts now, uid and
-    /// resourceVersion from the primary. Not from a plugin-runtime thread or an async context.
-    pub fn reconcile(
-        &self,
-        req: &Request,
-        object: String,
-        cache: Arc<dyn crate::plugin::CacheView>,
-    ) -> Result<RawResult, CallError> {
-        self.reconcile_with(req, CallSpec::new(object, &req.primary), cache)
-    }
-
-    /// [`LoadedPlugin::reconcile`] with a given call spec (a replay's recorded clock).
-    pub fn reconcile_with(
-        &self,
-        req: &Request,
-        spec: CallSpec,
-        cache: Arc<dyn crate::plugin::CacheView>,
-    ) -> Result<RawResult, CallError> {
-        self.engine.block_on(self.call(req.clone(), spec, cache))
-    }
-
-    /// [`LoadedPlugin::finalize`], blocking (for the offline tools), as [`LoadedPlugin::reconcile_with`].
-    pub fn finalize_with(
-        &self,
-        req: &Request,
-        spec: CallSpec,
-        cache: Arc<dyn crate::plugin::CacheView>,
-    ) -> Result<RawFinalize, CallError> {
-        self.engine.block_on(self.finalize(req.clone(), spec, cache))
     }
 }

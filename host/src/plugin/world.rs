@@ -31,21 +31,72 @@ pub(crate) enum Pre {
     V02(v02::ReconcilerPre<HostState>),
 }
 
-/// What one call asks of the plugin.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Export {
-    Reconcile,
-    Finalize,
+/// What one call asks of the plugin, with its input.
+pub(crate) enum Call {
+    Reconcile(wit::Request),
+    Finalize(wit::Request),
+    Validate(wit::AdmissionRequest),
 }
 
-/// A call's result before decoding: `reconcile`'s or `finalize`'s.
+/// A call's result before decoding.
 pub(crate) enum Raw {
     Reconcile(RawResult),
     Finalize(RawFinalize),
+    Validate(RawValidate),
 }
 
 /// What `finalize` returned, still in WIT types.
 pub type RawFinalize = Result<wit::FinalizeOutcome, wit::Failure>;
+
+/// What `validate` returned: warnings (allowed) or violations (denied).
+pub type RawValidate = Result<Vec<String>, Vec<wit::Violation>>;
+
+/// CREATE or UPDATE.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Operation {
+    /// The object is being created.
+    Create,
+    /// The object is being changed.
+    Update,
+}
+
+/// The input of `validate`: one admission request. The call adds its instant from its
+/// [`CallSpec`](super::CallSpec).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdmissionRequest {
+    /// CREATE or UPDATE.
+    pub operation: Operation,
+    /// The object as it would be stored.
+    pub object: String,
+    /// On UPDATE, the stored object.
+    pub old_object: Option<String>,
+    /// `userInfo.username`.
+    pub user: String,
+    /// A dry run.
+    pub dry_run: bool,
+}
+
+impl AdmissionRequest {
+    pub(crate) fn to_wit(&self, now: SystemTime) -> wit::AdmissionRequest {
+        wit::AdmissionRequest {
+            operation: match self.operation {
+                Operation::Create => wit::Operation::Create,
+                Operation::Update => wit::Operation::Update,
+            },
+            object: self.object.clone(),
+            old_object: self.old_object.clone(),
+            user: self.user.clone(),
+            dry_run: self.dry_run,
+            now: instant(now),
+        }
+    }
+}
+
+fn instant(now: SystemTime) -> wit::Instant {
+    let since = now.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    wit::Instant { seconds: since.as_secs(), nanoseconds: since.subsec_nanos() }
+}
 
 /// The input of one call: the primary and the objects it owns, as JSON. The call adds the
 /// reconcile's instant (`request.now`) from its [`CallSpec`].
@@ -59,11 +110,6 @@ pub struct Request {
 
 impl Request {
     pub(crate) fn to_wit(&self, now: SystemTime) -> wit::Request {
-        let since = now.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-        wit::Request {
-            primary: self.primary.clone(),
-            owned: self.owned.clone(),
-            now: wit::Instant { seconds: since.as_secs(), nanoseconds: since.subsec_nanos() },
-        }
+        wit::Request { primary: self.primary.clone(), owned: self.owned.clone(), now: instant(now) }
     }
 }

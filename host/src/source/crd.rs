@@ -48,6 +48,19 @@ pub struct ReconcilerPluginSpec {
     /// into `source` (and removing `candidate`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub candidate: Option<PluginSource>,
+    /// Admission, for a plugin that validates (`info().validates`) on a host that serves it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admission: Option<AdmissionSpec>,
+}
+
+/// How the plugin's validating webhook behaves.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct AdmissionSpec {
+    /// `Fail` (default: the host's `--webhook-failure-policy`): a request the plugin cannot
+    /// answer (a trap, its deadline, the host unreachable) is refused. `Ignore`: it is allowed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_policy: Option<crate::admission::FailurePolicy>,
 }
 
 /// Exactly one of `oci` and `configMap`.

@@ -72,6 +72,7 @@ pub fn catalog(scan: Scan) -> super::Catalog {
                 suspend: false,
                 rank: name.clone(),
                 candidate: None,
+                failure_policy: None,
             };
             (name, entry)
         })

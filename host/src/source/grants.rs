@@ -161,6 +161,7 @@ mod tests {
             across: vec![],
             reads,
             finalizes: false,
+            validates: false,
         }
     }
 

@@ -52,6 +52,9 @@ pub struct Entry {
     pub rank: String,
     /// A candidate to run in shadow beside it (`spec.candidate`), once fetched.
     pub candidate: Option<CandidateSource>,
+    /// Its admission failure policy (`spec.admission.failurePolicy`; the host's default if
+    /// unset).
+    pub failure_policy: Option<crate::admission::FailurePolicy>,
 }
 
 /// A candidate component as a source offers it.

@@ -131,6 +131,11 @@ pub struct Metrics {
     /// `finalize` calls of primaries being deleted, by result (`done`, `pending`, `error`,
     /// `failure`, `rejected`).
     pub finalize: Family<ResultLabels, Counter>,
+    /// Admission requests answered, by plugin and result (`allowed`, `denied`, `error`,
+    /// `error_ignored`).
+    pub admission: Family<ResultLabels, Counter>,
+    /// Time to answer an admission request.
+    pub admission_seconds: Family<PluginLabel, Histogram, fn() -> Histogram>,
 }
 
 impl Default for Metrics {
@@ -168,6 +173,8 @@ impl Metrics {
             cache_plugins: Family::default(),
             cached_objects: Family::default(),
             finalize: Family::default(),
+            admission: Family::default(),
+            admission_seconds: Family::new_with_constructor(seconds_histogram),
             registry: Registry::default(),
         };
         registry.register("reconcile", "Reconciles by result", m.reconciles.clone());
@@ -230,6 +237,12 @@ impl Metrics {
             "finalize calls for primaries being deleted, by result (done, pending, error, failure, rejected)",
             m.finalize.clone(),
         );
+        registry.register(
+            "admission_requests",
+            "Admission requests answered, by result (allowed, denied, error, error_ignored)",
+            m.admission.clone(),
+        );
+        registry.register("admission_duration_seconds", "Time to answer an admission request", m.admission_seconds.clone());
         Metrics { registry, ..m }
     }
 
@@ -274,6 +287,11 @@ impl Metrics {
     /// Label helper.
     pub fn write(p: &str, kind: &str, op: &str) -> WriteLabels {
         WriteLabels { plugin: p.to_string(), kind: kind.to_string(), op: op.to_string() }
+    }
+
+    /// Label helper.
+    pub fn result_labels(p: &str, r: &str) -> ResultLabels {
+        ResultLabels { plugin: p.to_string(), result: r.to_string() }
     }
 
     /// Counts a `finalize` result.

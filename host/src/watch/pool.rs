@@ -57,6 +57,15 @@ pub struct Subscription {
     entry: Arc<Entry>,
 }
 
+/// A hold on a shared cache without its events: the cache is kept (and its watch runs) while a
+/// hold exists. For readers that are not woken by changes (admission).
+#[derive(Clone)]
+pub struct Hold {
+    /// The shared cache.
+    pub cache: Arc<KindCache>,
+    _entry: Arc<Entry>,
+}
+
 impl Drop for Subscription {
     fn drop(&mut self) {
         // Forget this subscriber now, not at the next event.
@@ -92,9 +101,15 @@ impl Pool {
         Pool { client, namespace, metrics, kinds: Mutex::new(HashMap::new()) }
     }
 
-    /// Subscribes to a kind's cache, starting its watch if no plugin holds it. Must be called
-    /// within a tokio runtime.
-    pub fn subscribe(&self, resolved: Resolved) -> Subscription {
+    /// Holds a kind's cache without subscribing to its events, starting its watch if no plugin
+    /// holds it. Must be called within a tokio runtime.
+    pub fn hold(&self, resolved: Resolved) -> Hold {
+        let entry = self.entry(resolved);
+        Hold { cache: entry.cache.clone(), _entry: entry }
+    }
+
+    /// The shared entry of a kind, started if none runs.
+    fn entry(&self, resolved: Resolved) -> Arc<Entry> {
         let mut kinds = lock(&self.kinds);
         let entry = match kinds.get(&resolved.gvk).and_then(Weak::upgrade) {
             // The same resource as before (a CRD whose scope or plural changed gets a new watch;
@@ -107,6 +122,13 @@ impl Pool {
             }
         };
         kinds.retain(|_, w| w.strong_count() > 0);
+        entry
+    }
+
+    /// Subscribes to a kind's cache, starting its watch if no plugin holds it. Must be called
+    /// within a tokio runtime.
+    pub fn subscribe(&self, resolved: Resolved) -> Subscription {
+        let entry = self.entry(resolved);
         let (tx, events) = mpsc::unbounded_channel();
         let mut subs = lock(&entry.subscribers);
         // Joining a cache that already holds a full list: told so at once, as its own watch would.

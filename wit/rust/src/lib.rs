@@ -49,12 +49,14 @@ use bindings::kwop::reconciler::{cache, log as wit_log, types as wit};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+mod admission;
 pub mod conditions;
 mod context;
 mod outcome;
 pub mod testing;
 mod time;
 
+pub use admission::{Admission, Operation, Violation};
 pub use context::Context;
 pub use outcome::{Failure, Finalize, Outcome};
 pub use time::Time;
@@ -100,12 +102,21 @@ pub struct Info {
     owns: Vec<(Gvk, bool)>,
     reads: Vec<Gvk>,
     finalizes: bool,
+    validates: bool,
 }
 
 impl Info {
     /// Name (a DNS label), version, primary kind.
     pub fn new(name: &str, version: &str, primary: Gvk) -> Self {
-        Info { name: name.into(), version: version.into(), primary, owns: vec![], reads: vec![], finalizes: false }
+        Info {
+            name: name.into(),
+            version: version.into(),
+            primary,
+            owns: vec![],
+            reads: vec![],
+            finalizes: false,
+            validates: false,
+        }
     }
     /// Adds a kind the plugin creates and controls, in its primary's namespace (for a
     /// cluster-scoped primary: anywhere), with a controller owner reference the host sets: the
@@ -131,6 +142,12 @@ impl Info {
     /// deleted, until it says done.
     pub fn finalizes(mut self) -> Self {
         self.finalizes = true;
+        self
+    }
+    /// The plugin checks its primaries before the API server stores them: a host serving
+    /// admission calls [`Reconciler::validate`] for every CREATE and UPDATE of one.
+    pub fn validates(mut self) -> Self {
+        self.validates = true;
         self
     }
     /// The plugin's name.
@@ -270,6 +287,14 @@ pub trait Reconciler {
         let _ = (primary, ctx);
         Ok(Finalize::done())
     }
+    /// Checks a primary the API server is about to store; called only if [`Info::validates`].
+    /// `Ok(warnings)` allows it (kubectl prints each warning), `Err(violations)` refuses it (at
+    /// least one; kubectl prints them). Reads through `ctx` as `reconcile` does; nothing it
+    /// decides is written. The default allows everything.
+    fn validate(req: Admission<Self::Primary>, ctx: &Context) -> Result<Vec<String>, Vec<Violation>> {
+        let _ = (req, ctx);
+        Ok(Vec::new())
+    }
 }
 
 fn to_failure(f: Failure) -> bindings::Failure {
@@ -295,6 +320,7 @@ pub fn __info<R: Reconciler>() -> bindings::PluginInfo {
         owns: i.owns.iter().map(|(g, across)| wit::OwnedKind { kind: g.wit(), across_namespaces: *across }).collect(),
         reads: i.reads.iter().map(Gvk::wit).collect(),
         finalizes: i.finalizes,
+        validates: i.validates,
     }
 }
 
@@ -326,6 +352,14 @@ pub fn __finalize<R: Reconciler>(req: bindings::Request) -> Result<bindings::Fin
     })
 }
 
+#[doc(hidden)]
+pub fn __validate<R: Reconciler>(req: bindings::AdmissionRequest) -> Result<Vec<String>, Vec<bindings::Violation>> {
+    let now = Time::from_wit(&req.now);
+    let req = admission::from_wit::<R::Primary>(req).map_err(|v| vec![v.wit()])?;
+    let ctx = Context::host(Vec::new(), now);
+    R::validate(req, &ctx).map_err(|vs| vs.into_iter().map(Violation::wit).collect())
+}
+
 /// Exports a [`Reconciler`] as the plugin's WIT world.
 #[macro_export]
 macro_rules! export {
@@ -343,6 +377,11 @@ macro_rules! export {
                 req: $crate::bindings::Request,
             ) -> Result<$crate::bindings::FinalizeOutcome, $crate::bindings::Failure> {
                 $crate::__finalize::<$t>(req)
+            }
+            fn validate(
+                req: $crate::bindings::AdmissionRequest,
+            ) -> Result<Vec<String>, Vec<$crate::bindings::Violation>> {
+                $crate::__validate::<$t>(req)
             }
         }
         $crate::bindings::__export_reconciler!(__KwopGuest with_types_in $crate::bindings);

@@ -11,7 +11,7 @@
 //!
 //! [`finalize`] runs a plugin's `finalize` the same way, for a primary being deleted.
 
-use crate::{Context, Failure, Finalize, Gvk, Outcome, Reconciler, Time};
+use crate::{Admission, Context, Failure, Finalize, Gvk, Operation, Outcome, Reconciler, Time, Violation};
 use serde::Serialize;
 use serde_json::Value;
 use std::cell::RefCell;
@@ -183,6 +183,29 @@ pub fn reconcile_at<R: Reconciler>(primary: &Value, cache: FakeCache, now: Time)
 pub fn finalize<R: Reconciler>(primary: &Value, cache: FakeCache) -> Result<Finalize, Failure> {
     let (parsed, ctx) = prepare::<R>(primary, cache, Time::EXAMPLE)?;
     R::finalize(parsed, &ctx)
+}
+
+/// One `validate` as the host would run it: `object` (and on UPDATE `old`) parsed as the plugin's
+/// primary type, reads answered from `cache` in the object's namespace.
+pub fn validate<R: Reconciler>(
+    object: &Value,
+    old: Option<&Value>,
+    cache: FakeCache,
+) -> Result<Vec<String>, Vec<Violation>> {
+    let parse = |v: &Value| {
+        serde_json::from_value::<R::Primary>(v.clone())
+            .map_err(|e| vec![Violation::object(format!("the object does not parse: {e}"))])
+    };
+    let req = Admission {
+        operation: if old.is_some() { Operation::Update } else { Operation::Create },
+        object: parse(object)?,
+        old: old.map(parse).transpose()?,
+        user: "tester".into(),
+        dry_run: false,
+    };
+    // What the request owns does not matter to admission: nothing is written.
+    let ctx = Context::fake(cache, meta(object, "namespace"), "").at(Time::EXAMPLE);
+    R::validate(req, &ctx)
 }
 
 fn prepare<R: Reconciler>(primary: &Value, cache: FakeCache, now: Time) -> Result<(R::Primary, Context), Failure> {

@@ -93,6 +93,7 @@ fn info() -> PluginInfo {
         across: vec![],
         reads: vec![],
         finalizes: false,
+        validates: false,
     }
 }
 

@@ -355,6 +355,7 @@ impl ClusterSource {
                     suspend: rp.spec.suspend,
                     rank: format!("{created}/{name}"),
                     candidate,
+                    failure_policy: rp.spec.admission.as_ref().and_then(|a| a.failure_policy),
                 },
             );
         }

@@ -11,10 +11,14 @@
 //!
 //! Each `finalize` call that returns says so in an event (`FinalizeCalled`), and the one that is
 //! done in another (`Finalized`), so tests can count them.
+//!
+//! It also validates (admission): `spec.validate` `deny` refuses with a violation of
+//! `spec.validate`, `warn` allows with a warning, `trap` panics, `loop` never returns (its
+//! deadline ends it); anything else allows.
 
 use kwop_guest::conditions::{set_condition, Condition};
 use kwop_guest::serde_json::{json, Value};
-use kwop_guest::{Context, Delete, Event, Failure, Finalize, Gvk, Info, Meta, Outcome, Reconciler};
+use kwop_guest::{Admission, Context, Delete, Event, Failure, Finalize, Gvk, Info, Meta, Outcome, Reconciler, Violation};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -32,6 +36,7 @@ struct FinSpec {
     elsewhere: Vec<String>,
     finalize: Option<String>,
     foreign: Option<String>,
+    validate: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -69,6 +74,19 @@ impl Reconciler for Finalizer {
         Info::new("finalizer", "1", Gvk::new("test.kwop.dev", "v1", "Fin"))
             .owns_across_namespaces(config_map())
             .finalizes()
+            .validates()
+    }
+
+    fn validate(req: Admission<Fin>, _ctx: &Context) -> Result<Vec<String>, Vec<Violation>> {
+        match req.object.spec.validate.as_deref() {
+            Some("deny") => Err(vec![Violation::field("spec.validate", "deny says no")]),
+            Some("warn") => Ok(vec!["warn says: careful".to_string()]),
+            Some("trap") => panic!("validate exploded"),
+            Some("loop") => loop {
+                std::hint::black_box(0u64);
+            },
+            _ => Ok(vec![]),
+        }
     }
 
     fn reconcile(fin: Fin, ctx: &Context) -> Result<Outcome, Failure> {

@@ -1,0 +1,195 @@
+//! The ValidatingWebhookConfiguration the host keeps: one webhook per plugin that validates, for
+//! CREATE and UPDATE of its primary kind (in the namespaces it is granted), pointing at this
+//! host's Service (or URL) with the CA the API server must trust. Written by the leader with
+//! server-side apply whenever the plugins, their policies or the CA change, and every minute
+//! (a hand edit is put back); a plugin that goes loses its webhook. The configuration stays when
+//! the host stops: the failure policy then decides (`Fail`: requests are refused; `Ignore`:
+//! allowed).
+
+use super::{AdmissionConfig, CertSource, Endpoint, FailurePolicy, Registry, Validating};
+use crate::watch::Resolved;
+use crate::leader::Leadership;
+use crate::source::grants::Namespaces;
+use base64::Engine as _;
+use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
+use kube::api::{Api, Patch, PatchParams};
+use kube::Client;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// The field manager of the configuration.
+pub const FIELD_MANAGER: &str = "kwop-admission";
+/// How often the configuration is applied again even if nothing changed.
+const REFRESH: Duration = Duration::from_secs(60);
+
+/// The webhook's name for a plugin (a webhook name must be a qualified name of three parts).
+pub fn webhook_name(plugin: &str) -> String {
+    format!("{plugin}.kwop.dev")
+}
+
+/// The whole configuration for these plugins.
+pub fn desired(config: &AdmissionConfig, plugins: &BTreeMap<String, Arc<Validating>>, ca: Option<&str>) -> Value {
+    let webhooks: Vec<Value> = plugins
+        .iter()
+        .filter_map(|(name, v)| webhook(config, name, &v.primary, v.failure_policy, &v.plugin.grants.namespaces, ca))
+        .collect();
+    let mut meta = json!({ "name": config.configuration, "labels": { "app.kubernetes.io/managed-by": "kwop" } });
+    if config.certs == CertSource::External {
+        // cert-manager's CA injector fills every caBundle from the Secret's ca.crt.
+        meta["annotations"] =
+            json!({ "cert-manager.io/inject-ca-from-secret": format!("{}/{}", config.namespace, config.secret) });
+    }
+    json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": meta,
+        "webhooks": webhooks,
+    })
+}
+
+/// The webhook of one plugin; `None` when it acts in no namespace this host watches.
+fn webhook(
+    config: &AdmissionConfig,
+    name: &str,
+    p: &Resolved,
+    policy: FailurePolicy,
+    granted: &Namespaces,
+    ca: Option<&str>,
+) -> Option<Value> {
+    let path = format!("/validate/{name}");
+    let mut client = match &config.endpoint {
+        Endpoint::Service { namespace, name: svc } => {
+            json!({ "service": { "namespace": namespace, "name": svc, "path": path, "port": 443 } })
+        }
+        Endpoint::Url(base) => json!({ "url": format!("{}{path}", base.trim_end_matches('/')) }),
+    };
+    if let (CertSource::SelfSigned, Some(ca)) = (config.certs, ca) {
+        client["caBundle"] = json!(base64::engine::general_purpose::STANDARD.encode(ca));
+    }
+    let mut hook = json!({
+        "name": webhook_name(name),
+        "admissionReviewVersions": ["v1"],
+        "sideEffects": "None",
+        "failurePolicy": policy.as_str(),
+        "matchPolicy": "Equivalent",
+        "timeoutSeconds": config.timeout.as_secs().clamp(1, 30),
+        "clientConfig": client,
+        "rules": [{
+            "apiGroups": [p.gvk.group],
+            "apiVersions": [p.gvk.version],
+            "resources": [p.resource.plural],
+            "operations": ["CREATE", "UPDATE"],
+            "scope": if p.namespaced { "Namespaced" } else { "Cluster" },
+        }],
+    });
+    // Only where the plugin acts: its granted namespaces, within the one the host watches.
+    let granted: Option<Vec<&String>> = match granted {
+        Namespaces::Listed(list) => Some(list.iter().collect()),
+        _ => None,
+    };
+    let within: Option<Vec<&String>> = match (granted, config.only_namespace.as_ref()) {
+        (Some(l), Some(only)) => Some(l.into_iter().filter(|n| *n == only).collect()),
+        (Some(l), None) => Some(l),
+        (None, Some(only)) => Some(vec![only]),
+        (None, None) => None,
+    };
+    if let (true, Some(names)) = (p.namespaced, within) {
+        if names.is_empty() {
+            return None;
+        }
+        hook["namespaceSelector"] = json!({ "matchExpressions": [{
+            "key": "kubernetes.io/metadata.name", "operator": "In", "values": names,
+        }] });
+    }
+    Some(hook)
+}
+
+/// Keeps the configuration current while this replica leads, until `stop`.
+pub async fn run(
+    config: AdmissionConfig,
+    client: Client,
+    registry: Arc<Registry>,
+    mut ca: watch::Receiver<Option<String>>,
+    leadership: Arc<Leadership>,
+    stop: tokio_util::sync::CancellationToken,
+) {
+    let api: Api<ValidatingWebhookConfiguration> = Api::all(client);
+    let mut plugins = registry.subscribe();
+    let mut applied: Option<Value> = None;
+    loop {
+        let want = desired(&config, &registry.all(), ca.borrow().as_deref());
+        let ready = config.certs == CertSource::External || ca.borrow().is_some();
+        if ready && leadership.may_write() && applied.as_ref() != Some(&want) {
+            let pp = PatchParams::apply(FIELD_MANAGER).force();
+            match api.patch(&config.configuration, &pp, &Patch::Apply(&want)).await {
+                Ok(_) => {
+                    tracing::info!(configuration = %config.configuration, webhooks = want["webhooks"].as_array().map_or(0, Vec::len),
+                        "validating webhook configuration applied");
+                    applied = Some(want);
+                }
+                Err(e) => tracing::warn!(configuration = %config.configuration, "cannot apply the validating webhook configuration: {e}"),
+            }
+        }
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = plugins.changed() => {}
+            _ = ca.changed() => {}
+            // Also a retry after a failure, a leadership gained, a hand edit undone.
+            _ = tokio::time::sleep(if applied.is_some() { REFRESH } else { Duration::from_secs(2) }) => applied = None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kinds::Gvk;
+
+    fn config(endpoint: Endpoint, only: Option<&str>) -> AdmissionConfig {
+        AdmissionConfig {
+            bind: ([127, 0, 0, 1], 0).into(),
+            endpoint,
+            failure_policy: FailurePolicy::Fail,
+            timeout: Duration::from_secs(45),
+            namespace: "kwop-system".into(),
+            secret: "kwop-webhook-tls".into(),
+            configuration: "kwop".into(),
+            cert_validity: Duration::from_secs(3600),
+            certs: CertSource::SelfSigned,
+            only_namespace: only.map(str::to_string),
+        }
+    }
+
+    fn foo() -> Resolved {
+        let gvk = Gvk::new("samplecontroller.k8s.io", "v1alpha1", "Foo");
+        let resource = kube::core::ApiResource::from_gvk_with_plural(&gvk.to_kube(), "foos");
+        Resolved { gvk, resource, namespaced: true }
+    }
+
+    #[test]
+    fn a_webhook_covers_create_and_update_of_the_primary_where_the_plugin_acts() {
+        let svc = Endpoint::Service { namespace: "kwop-system".into(), name: "kwop-webhook".into() };
+        let c = config(svc, None);
+        let h = webhook(&c, "guest-foo", &foo(), FailurePolicy::Ignore, &Namespaces::Own, Some("CA")).expect("a webhook");
+        assert_eq!(h["name"], "guest-foo.kwop.dev");
+        assert_eq!(h["failurePolicy"], "Ignore");
+        assert_eq!(h["timeoutSeconds"], 30, "clamped to the API server's limit");
+        assert_eq!(h["rules"][0]["resources"], json!(["foos"]));
+        assert_eq!(h["rules"][0]["operations"], json!(["CREATE", "UPDATE"]));
+        assert_eq!(h["clientConfig"]["service"]["path"], "/validate/guest-foo");
+        assert_eq!(h["clientConfig"]["caBundle"], base64::engine::general_purpose::STANDARD.encode("CA"));
+        assert!(h.get("namespaceSelector").is_none(), "every namespace");
+        // Granted namespaces within the one watched: the intersection; none left: no webhook.
+        let listed = Namespaces::Listed(["a".to_string(), "b".to_string()].into());
+        let url = config(Endpoint::Url("https://127.0.0.1:9443/".into()), Some("b"));
+        let h = webhook(&url, "p", &foo(), FailurePolicy::Fail, &listed, None).expect("a webhook");
+        assert_eq!(h["clientConfig"]["url"], "https://127.0.0.1:9443/validate/p");
+        assert!(h["clientConfig"].get("caBundle").is_none(), "no CA yet");
+        assert_eq!(h["namespaceSelector"]["matchExpressions"][0]["values"], json!(["b"]));
+        let elsewhere = config(Endpoint::Url("https://h".into()), Some("c"));
+        assert!(webhook(&elsewhere, "p", &foo(), FailurePolicy::Fail, &listed, None).is_none());
+    }
+}
