@@ -15,7 +15,7 @@ use kube::api::{Api, DeleteParams, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::Client;
 use kwop_tests::{plugins, procs::free_port, wait, ControlPlane, Host, Mode};
-use serde_json::{json, Value};
+use serde_json::json;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -50,7 +50,8 @@ async fn configured(client: &Client, name: &str, plugin: &str) -> anyhow::Result
         let c = api.get_opt(name).await.map_err(|e| e.to_string())?;
         let ready = c.as_ref().is_some_and(|c| {
             c.webhooks.iter().flatten().any(|w| {
-                w.name == format!("{plugin}.kwop.dev") && w.client_config.ca_bundle.as_ref().is_some_and(|b| !b.0.is_empty())
+                w.name == format!("{plugin}.kwop.dev")
+                    && w.client_config.ca_bundle.as_ref().is_some_and(|b| !b.0.is_empty())
             })
         });
         Ok(c.filter(|_| ready))
@@ -109,7 +110,11 @@ async fn guest_foo_refuses_bad_foos_with_its_own_message_and_accepts_good_ones()
     }))?;
     Api::<Deployment>::namespaced(client.clone(), &ns).create(&PostParams::default(), &theirs).await?;
     let foreign = apply_answered(plane, &ns, &foo_yaml("grabby", Some("taken"))).await.expect_err("refused");
-    assert!(foreign.contains("Deployment \"taken\" already exists in namespace") && foreign.contains("not managed by this Foo"), "{foreign}");
+    assert!(
+        foreign.contains("Deployment \"taken\" already exists in namespace")
+            && foreign.contains("not managed by this Foo"),
+        "{foreign}"
+    );
     // None of them was stored; a good one is, and reconciled.
     for n in ["bad", "missing", "grabby"] {
         assert!(foos(&client, &ns).get_opt(n).await?.is_none(), "{n} was stored");
@@ -127,7 +132,11 @@ fn fin_yaml(name: &str, validate: &str) -> String {
 }
 
 fn fins(client: &Client, ns: &str) -> Api<DynamicObject> {
-    Api::namespaced_with(client.clone(), ns, &ApiResource::from_gvk(&GroupVersionKind::gvk("test.kwop.dev", "v1", "Fin")))
+    Api::namespaced_with(
+        client.clone(),
+        ns,
+        &ApiResource::from_gvk(&GroupVersionKind::gvk("test.kwop.dev", "v1", "Fin")),
+    )
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -150,7 +159,9 @@ async fn a_plugin_that_traps_or_loops_is_refused_under_fail_and_allowed_under_ig
         for (name, why) in [("trap", "validate exploded"), ("loop", "exceeded its deadline")] {
             let r = apply_answered(plane, &ns, &fin_yaml(name, name)).await;
             match (allowed, &r) {
-                (false, Err(e)) => assert!(e.contains("finalizer could not validate the object") && e.contains(why), "{e}"),
+                (false, Err(e)) => {
+                    assert!(e.contains("finalizer could not validate the object") && e.contains(why), "{e}")
+                }
                 (true, Ok(_)) => assert!(fins(&client, &ns).get_opt(name).await?.is_some()),
                 _ => panic!("{policy} {name}: {r:?}"),
             }

@@ -172,7 +172,11 @@ fn admission_refuses_a_missing_an_invalid_or_a_foreign_deployment_name() {
     for (f, lookup, needle) in [
         (foo(None, Some(1)), &none as &dyn Fn(&str, &str) -> Option<Observed>, "is required"),
         (foo(Some(""), Some(1)), &none, "is required"),
-        (foo(Some("Bad_Name"), Some(1)), &none, "\"Bad_Name\" is not a valid Deployment name: must consist of lower case"),
+        (
+            foo(Some("Bad_Name"), Some(1)),
+            &none,
+            "\"Bad_Name\" is not a valid Deployment name: must consist of lower case",
+        ),
         (foo(Some("web"), Some(1)), &foreign, "already exists in namespace \"default\" and is not managed by this Foo"),
     ] {
         let v = admit(&f, None, lookup).expect_err(needle);

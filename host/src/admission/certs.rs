@@ -13,7 +13,9 @@ use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::ByteString;
 use kube::api::{Api, PostParams};
 use kube::Client;
-use rcgen::{BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose};
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose,
+};
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 use std::collections::BTreeMap;
@@ -45,11 +47,13 @@ impl Resolver {
     pub fn set(&self, chain_pem: &[u8], key_pem: &[u8]) -> anyhow::Result<()> {
         use rustls::pki_types::pem::PemObject;
         use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-        let chain: Vec<CertificateDer<'static>> =
-            CertificateDer::pem_slice_iter(chain_pem).collect::<Result<_, _>>().map_err(|e| anyhow::anyhow!("tls.crt: {e}"))?;
+        let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(chain_pem)
+            .collect::<Result<_, _>>()
+            .map_err(|e| anyhow::anyhow!("tls.crt: {e}"))?;
         anyhow::ensure!(!chain.is_empty(), "tls.crt holds no certificate");
         let key = PrivateKeyDer::from_pem_slice(key_pem).map_err(|e| anyhow::anyhow!("tls.key: {e}"))?;
-        let signer = rustls::crypto::ring::sign::any_supported_type(&key).map_err(|e| anyhow::anyhow!("tls.key: {e}"))?;
+        let signer =
+            rustls::crypto::ring::sign::any_supported_type(&key).map_err(|e| anyhow::anyhow!("tls.key: {e}"))?;
         self.current.store(Some(Arc::new(CertifiedKey::new(chain, signer))));
         Ok(())
     }
@@ -108,11 +112,7 @@ pub struct Bundle {
 
 /// A new CA, if `ca` is `None`, and a serving certificate signed by it for `endpoint`, valid for
 /// `validity` from `now`.
-pub fn issue(
-    config: &AdmissionConfig,
-    ca: Option<(&str, &str)>,
-    now: SystemTime,
-) -> anyhow::Result<Bundle> {
+pub fn issue(config: &AdmissionConfig, ca: Option<(&str, &str)>, now: SystemTime) -> anyhow::Result<Bundle> {
     let ns = &config.namespace;
     let (ca_crt, ca_key) = match ca {
         Some((crt, key)) => (crt.to_string(), KeyPair::from_pem(key)?),
@@ -161,15 +161,11 @@ fn annotation(s: &Secret, key: &str) -> Option<u64> {
 }
 
 fn to_secret(name: &str, b: &Bundle) -> Secret {
-    let data: BTreeMap<String, ByteString> = [
-        ("ca.crt", &b.ca_crt),
-        ("ca.key", &b.ca_key),
-        ("tls.crt", &b.tls_crt),
-        ("tls.key", &b.tls_key),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), ByteString(v.clone().into_bytes())))
-    .collect();
+    let data: BTreeMap<String, ByteString> =
+        [("ca.crt", &b.ca_crt), ("ca.key", &b.ca_key), ("tls.crt", &b.tls_crt), ("tls.key", &b.tls_key)]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), ByteString(v.clone().into_bytes())))
+            .collect();
     let mut s = Secret { data: Some(data), type_: Some("kubernetes.io/tls".into()), ..Secret::default() };
     s.metadata.name = Some(name.to_string());
     s.metadata.annotations = Some(
@@ -248,7 +244,9 @@ async fn tick(
         }
     }
     let Some(s) = secret else {
-        anyhow::bail!("the Secret does not exist yet (the leader makes it; with --webhook-certs=external, cert-manager does)");
+        anyhow::bail!(
+            "the Secret does not exist yet (the leader makes it; with --webhook-certs=external, cert-manager does)"
+        );
     };
     let (crt, key) = match (get(&s, "tls.crt"), get(&s, "tls.key")) {
         (Some(c), Some(k)) => (c, k),

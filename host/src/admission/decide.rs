@@ -96,14 +96,19 @@ pub fn verdict(plugin: &str, r: Result<RawValidate, CallError>, policy: FailureP
             violations: violations
                 .into_iter()
                 .take(MAX_WARNINGS)
-                .map(|v| (v.field.filter(|f| !f.is_empty()).map(|f| truncate(&f, 256)), truncate(&v.message, 1024)))
+                .map(|v| {
+                    let field = v.field.filter(|f| !f.is_empty()).map(|f| truncate(f.as_str(), 256));
+                    (field, truncate(&v.message, 1024))
+                })
                 .collect(),
             error: None,
         },
         Err(e) => {
             let error = format!("{plugin} could not validate the object: {e}");
             match policy {
-                FailurePolicy::Fail => Verdict { allowed: false, warnings: vec![], violations: vec![], error: Some(error) },
+                FailurePolicy::Fail => {
+                    Verdict { allowed: false, warnings: vec![], violations: vec![], error: Some(error) }
+                }
                 FailurePolicy::Ignore => Verdict {
                     allowed: true,
                     warnings: vec![truncate(&format!("{error} (allowed: failure policy Ignore)"), MAX_WARNING)],
@@ -133,7 +138,8 @@ mod tests {
         assert!(!v.allowed);
         assert_eq!(v.message(), "spec.deploymentName: is required; and another thing");
         assert_eq!(v.label(), "denied");
-        let ok = verdict("p", Ok(Ok((0..40).map(|i| format!("w{i} {}", "x".repeat(600))).collect())), FailurePolicy::Fail);
+        let ok =
+            verdict("p", Ok(Ok((0..40).map(|i| format!("w{i} {}", "x".repeat(600))).collect())), FailurePolicy::Fail);
         assert!(ok.allowed && ok.warnings.len() == MAX_WARNINGS && ok.warnings[0].len() <= MAX_WARNING);
         assert_eq!(ok.to_json()["violations"], json!([]));
         let mute = verdict("p", Ok(Err(vec![])), FailurePolicy::Ignore);

@@ -121,7 +121,11 @@ pub async fn start(
     stop: tokio_util::sync::CancellationToken,
 ) -> anyhow::Result<Arc<Registry>> {
     // Taken now, or said now (the server binds again in its task).
-    drop(tokio::net::TcpListener::bind(config.bind).await.map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.bind))?);
+    drop(
+        tokio::net::TcpListener::bind(config.bind)
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.bind))?,
+    );
     let registry = Registry::new(config.clone(), pool, client.clone());
     let resolver = Arc::new(certs::Resolver::default());
     let (ca_tx, ca_rx) = tokio::sync::watch::channel(None);
@@ -261,8 +265,8 @@ impl Registry {
             };
             next.insert(name, entry);
         }
-        let differs = next.len() != old.len()
-            || next.iter().any(|(k, v)| old.get(k).is_none_or(|o| !Arc::ptr_eq(o, v)));
+        let differs =
+            next.len() != old.len() || next.iter().any(|(k, v)| old.get(k).is_none_or(|o| !Arc::ptr_eq(o, v)));
         if differs {
             let names: Vec<&String> = next.keys().collect();
             tracing::info!(plugins = ?names, "admission: plugins that validate");

@@ -4,7 +4,7 @@
 
 use super::certs::Resolver;
 use super::decide::{self, Verdict};
-use super::{FailurePolicy, Registry};
+use super::Registry;
 use crate::controller::reads::RecordingCache;
 use crate::plugin::{AdmissionRequest, CacheView, CallSpec, Operation};
 use crate::telemetry::Metrics;
@@ -81,6 +81,9 @@ impl TlsListener {
                         continue;
                     }
                 };
+                if tx.is_closed() {
+                    return;
+                }
                 let (acceptor, tx) = (acceptor.clone(), tx.clone());
                 tokio::spawn(async move {
                     match tokio::time::timeout(HANDSHAKE, acceptor.accept(stream)).await {
@@ -91,9 +94,6 @@ impl TlsListener {
                         Err(_) => tracing::debug!(%peer, "webhook TLS handshake timed out"),
                     }
                 });
-                if tx.is_closed() {
-                    return;
-                }
             }
         });
         TlsListener { rx, addr }
@@ -218,9 +218,4 @@ async fn decide_request(
     let deadline = Some(registry.config().call_deadline());
     let r = v.plugin.validate(request, spec, view as Arc<dyn CacheView>, deadline).await;
     (decide::verdict(name, r, policy), policy.as_str())
-}
-
-/// The same, for a [`FailurePolicy`] given by name (tests).
-pub fn policy_of(s: &str) -> Option<FailurePolicy> {
-    s.parse().ok()
 }

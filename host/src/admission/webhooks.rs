@@ -7,9 +7,9 @@
 //! allowed).
 
 use super::{AdmissionConfig, CertSource, Endpoint, FailurePolicy, Registry, Validating};
-use crate::watch::Resolved;
 use crate::leader::Leadership;
 use crate::source::grants::Namespaces;
+use crate::watch::Resolved;
 use base64::Engine as _;
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use kube::api::{Api, Patch, PatchParams};
@@ -130,7 +130,9 @@ pub async fn run(
                         "validating webhook configuration applied");
                     applied = Some(want);
                 }
-                Err(e) => tracing::warn!(configuration = %config.configuration, "cannot apply the validating webhook configuration: {e}"),
+                Err(e) => {
+                    tracing::warn!(configuration = %config.configuration, "cannot apply the validating webhook configuration: {e}")
+                }
             }
         }
         tokio::select! {
@@ -173,7 +175,8 @@ mod tests {
     fn a_webhook_covers_create_and_update_of_the_primary_where_the_plugin_acts() {
         let svc = Endpoint::Service { namespace: "kwop-system".into(), name: "kwop-webhook".into() };
         let c = config(svc, None);
-        let h = webhook(&c, "guest-foo", &foo(), FailurePolicy::Ignore, &Namespaces::Own, Some("CA")).expect("a webhook");
+        let h =
+            webhook(&c, "guest-foo", &foo(), FailurePolicy::Ignore, &Namespaces::Own, Some("CA")).expect("a webhook");
         assert_eq!(h["name"], "guest-foo.kwop.dev");
         assert_eq!(h["failurePolicy"], "Ignore");
         assert_eq!(h["timeoutSeconds"], 30, "clamped to the API server's limit");

@@ -54,7 +54,10 @@ pub(super) fn plugin(cmd: PluginCommand) -> anyhow::Result<ExitCode> {
             let p = LoadedPlugin::load_file(&engine, &file, limits(&sandbox))
                 .map_err(|e| anyhow!("{}: {e}", file.display()))?;
             let one = |path: &Path| -> anyhow::Result<Value> {
-                read_objects(path)?.into_iter().next().ok_or_else(|| anyhow!("{}: no object in the file", path.display()))
+                read_objects(path)?
+                    .into_iter()
+                    .next()
+                    .ok_or_else(|| anyhow!("{}: no object in the file", path.display()))
             };
             let object = one(&object)?;
             let old = old.as_deref().map(one).transpose()?;

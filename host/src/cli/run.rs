@@ -209,8 +209,15 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
     let system_namespace = args.system_namespace.clone().or_else(pod_namespace).unwrap_or_else(|| "kwop-system".into());
     let admission = match args.webhook.config(&system_namespace, args.namespace.as_deref())? {
         Some(cfg) => Some(
-            crate::admission::start(cfg, client.clone(), pool.clone(), metrics.clone(), leadership.clone(), stop_http.clone())
-                .await?,
+            crate::admission::start(
+                cfg,
+                client.clone(),
+                pool.clone(),
+                metrics.clone(),
+                leadership.clone(),
+                stop_http.clone(),
+            )
+            .await?,
         ),
         None => None,
     };

@@ -21,7 +21,8 @@ pub(super) fn validate_offline(
     now: Option<SystemTime>,
 ) -> (Value, bool) {
     if !p.info.validates {
-        let why = format!("{} does not validate (its info() says validates: false): the host never calls it", p.info.name);
+        let why =
+            format!("{} does not validate (its info() says validates: false): the host never calls it", p.info.name);
         return (json!({ "skipped": why }), true);
     }
     let ns = place_in_namespaces(&mut object, &mut observed, schemas);

@@ -28,7 +28,8 @@ pub mod v02 {
 /// The contract's values as the host handles them: 0.2's (a superset of 0.1's).
 pub mod wit {
     pub use super::v02::kwop::reconciler::types::{
-        Event, EventType, Failure, FinalizeOutcome, Gvk, Instant, ObjectRef, Outcome, OwnedKind, PluginInfo, Request,
+        AdmissionRequest, Event, EventType, Failure, FinalizeOutcome, Gvk, Instant, ObjectRef, Operation, Outcome,
+        OwnedKind, PluginInfo, Request, Violation,
     };
 }
 

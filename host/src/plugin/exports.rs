@@ -1,7 +1,7 @@
 //! Calling a loaded plugin's exports — `reconcile`, `finalize`, `validate` — each in a fresh
 //! instance under the plugin's limits, whichever contract version it implements.
 
-use super::bindings::{self, wit};
+use super::bindings;
 use super::call;
 use super::loader::{CallSpec, LoadedPlugin};
 use super::sandbox::{self, CallContext, CallError, HostState, RawResult};
@@ -155,6 +155,3 @@ impl LoadedPlugin {
         self.engine().block_on(self.validate(req.clone(), spec, cache, None))
     }
 }
-
-/// The wit type `validate` answers with, for callers that decode it.
-pub type Violation = wit::Violation;

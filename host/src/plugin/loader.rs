@@ -6,7 +6,7 @@ use super::compile::compile;
 use super::engine::PluginEngine;
 use super::info::PluginInfo;
 use super::limits::{LimitSet, Limits};
-use super::sandbox::{self, CallContext, CallError, HostState, RawResult};
+use super::sandbox::{self, CallContext, CallError, HostState};
 use super::wasi::Determinism;
 use super::world::{Pre, World};
 use crate::kinds::Gvk;

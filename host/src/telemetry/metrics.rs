@@ -242,7 +242,11 @@ impl Metrics {
             "Admission requests answered, by result (allowed, denied, error, error_ignored)",
             m.admission.clone(),
         );
-        registry.register("admission_duration_seconds", "Time to answer an admission request", m.admission_seconds.clone());
+        registry.register(
+            "admission_duration_seconds",
+            "Time to answer an admission request",
+            m.admission_seconds.clone(),
+        );
         Metrics { registry, ..m }
     }
 

@@ -33,7 +33,7 @@
 //! [`Info::owns_across_namespaces`]. Status conditions: [`conditions`].
 
 #[doc(hidden)]
-#[allow(unsafe_code, missing_docs)]
+#[allow(unsafe_code, missing_docs, clippy::too_many_arguments)]
 pub mod bindings {
     wit_bindgen::generate!({
         path: "../v0.2/reconciler.wit",

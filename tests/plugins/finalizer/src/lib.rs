@@ -18,7 +18,9 @@
 
 use kwop_guest::conditions::{set_condition, Condition};
 use kwop_guest::serde_json::{json, Value};
-use kwop_guest::{Admission, Context, Delete, Event, Failure, Finalize, Gvk, Info, Meta, Outcome, Reconciler, Violation};
+use kwop_guest::{
+    Admission, Context, Delete, Event, Failure, Finalize, Gvk, Info, Meta, Outcome, Reconciler, Violation,
+};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
