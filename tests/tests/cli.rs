@@ -48,6 +48,30 @@ fn guest_foo_reports_ready_and_progressing_with_stable_transition_times() {
 }
 
 #[test]
+fn guest_foo_validates_at_the_door_offline() {
+    let root = kwop_tests::repo_root();
+    let fixtures = root.join("tests/fixtures/foo-validate").display().to_string();
+    let crd = root.join("crds/foo.yaml").display().to_string();
+    let (code, out, err) = kwop(&["plugin", "test", plugins::GUEST_FOO, &fixtures, "--crd", &crd]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("6 passed, 0 failed"), "{out}");
+    // `kwop plugin validate` exits 1 on a refusal and prints what kubectl would.
+    let bad = root.join("tests/fixtures/foo-validate/02-an-invalid-name-is-refused/object.yaml");
+    let (code, out, _) = kwop(&["plugin", "validate", plugins::GUEST_FOO, "--object", &bad.display().to_string()]);
+    assert_eq!(code, 1, "{out}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(v["allowed"], false);
+    assert!(v["message"].as_str().is_some_and(|m| m.starts_with("spec.deploymentName: \"Web_App\"")), "{v}");
+    let good = root.join("tests/fixtures/foo-validate/01-a-valid-foo-is-allowed/object.yaml");
+    let (code, out, _) = kwop(&["plugin", "validate", plugins::GUEST_FOO, "--object", &good.display().to_string()]);
+    assert_eq!(code, 0, "{out}");
+    // A plugin that does not validate is never asked; a 0.1 plugin cannot.
+    let (code, out, _) = kwop(&["plugin", "validate", &plugins::guest_foo_v01(), "--object", &bad.display().to_string()]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("does not validate"), "{out}");
+}
+
+#[test]
 fn config_sync_passes_its_fixtures_finalize_included() {
     let root = kwop_tests::repo_root();
     let fixtures = root.join("examples/config-sync/fixtures").display().to_string();
@@ -76,6 +100,7 @@ fn inspect_shows_the_world_and_what_a_plugin_finalizes() {
     let old = plugins::guest_foo_v01();
     for (file, world, finalizes) in [
         (plugins::GUEST_FOO, "kwop:reconciler@0.2.0", false),
+        (plugins::GUEST_FOO_V2, "kwop:reconciler@0.2.0", false),
         (old.as_str(), "kwop:reconciler@0.1.0", false),
         (plugins::FINALIZER, "kwop:reconciler@0.2.0", true),
         (plugins::CHAOS, "kwop:reconciler@0.1.0", false),

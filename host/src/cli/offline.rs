@@ -135,6 +135,7 @@ fn describe(p: &LoadedPlugin) -> Value {
         "ownsAcrossNamespaces": p.info.across,
         "reads": p.info.reads,
         "finalizes": p.info.finalizes,
+        "validates": p.info.validates,
         "sha256": p.sha256,
         "world": p.world(),
     })
