@@ -80,6 +80,26 @@ async fn deploy_applies_and_its_service_account_is_enough_and_no_more() -> anyho
         assert!(!can_i(plane, verb, res, scope), "must NOT be able to {verb} {res} in {scope:?}");
     }
     assert!(can_i(plane, "update", "leases.coordination.k8s.io", Some("kwop-system")));
+    // Admission: its Service, its one Secret and its one webhook configuration, nothing else.
+    assert!(objects.contains("service/kwop-webhook"), "{objects}");
+    assert!(c["args"].as_array().is_some_and(|a| a.iter().any(|x| x == "--webhook-bind-address=:9443")));
+    for (verb, res, scope) in [
+        ("create", "validatingwebhookconfigurations.admissionregistration.k8s.io", None),
+        ("patch", "validatingwebhookconfigurations.admissionregistration.k8s.io/kwop", None),
+        ("update", "secrets/kwop-webhook-tls", Some("kwop-system")),
+        ("create", "secrets", Some("kwop-system")),
+    ] {
+        assert!(can_i(plane, verb, res, scope), "must be able to {verb} {res} in {scope:?}");
+    }
+    for (verb, res, scope) in [
+        ("patch", "validatingwebhookconfigurations.admissionregistration.k8s.io/someone-elses", None),
+        ("delete", "validatingwebhookconfigurations.admissionregistration.k8s.io/kwop", None),
+        ("patch", "mutatingwebhookconfigurations.admissionregistration.k8s.io", None),
+        ("update", "secrets/someone-elses", Some("kwop-system")),
+        ("create", "secrets", Some(ns.as_str())),
+    ] {
+        assert!(!can_i(plane, verb, res, scope), "must NOT be able to {verb} {res} in {scope:?}");
+    }
 
     // The host with nothing but the service account's token runs the install's example
     // ReconcilerPlugin (guest-foo from the kwop-plugins ConfigMap), the JavaScript and Python Foo
