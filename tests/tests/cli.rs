@@ -66,7 +66,8 @@ fn guest_foo_validates_at_the_door_offline() {
     let (code, out, _) = kwop(&["plugin", "validate", plugins::GUEST_FOO, "--object", &good.display().to_string()]);
     assert_eq!(code, 0, "{out}");
     // A plugin that does not validate is never asked; a 0.1 plugin cannot.
-    let (code, out, _) = kwop(&["plugin", "validate", &plugins::guest_foo_v01(), "--object", &bad.display().to_string()]);
+    let (code, out, _) =
+        kwop(&["plugin", "validate", &plugins::guest_foo_v01(), "--object", &bad.display().to_string()]);
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("does not validate"), "{out}");
 }

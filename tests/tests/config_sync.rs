@@ -66,14 +66,8 @@ async fn cm_where(
     pred: impl Fn(&ConfigMap) -> bool,
 ) -> anyhow::Result<ConfigMap> {
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
-    wait::until(&format!("{what} in {ns}"), WITHIN, || async {
-        match api.get_opt(name).await.map_err(|e| e.to_string())? {
-            Some(c) if pred(&c) => Ok(Some(c)),
-            Some(c) => Err(format!("data {:?} labels {:?}", c.data, c.metadata.labels)),
-            None => Err("none".into()),
-        }
-    })
-    .await
+    let show = |c: &ConfigMap| format!("data {:?} labels {:?}", c.data, c.metadata.labels);
+    object_where(&api, name, &format!("{what} in {ns}"), pred, show).await
 }
 
 async fn gone<K>(api: &Api<K>, name: &str, what: &str) -> anyhow::Result<()>
@@ -112,6 +106,32 @@ fn ready(s: &Value) -> Option<&Value> {
     s["conditions"].as_array()?.iter().find(|c| c["type"] == "Ready")
 }
 
+/// One test's world: the shared plane, a source namespace, `targets` namespaces, and a label key
+/// of its own (the plane is shared: other tests' namespaces never match).
+struct World {
+    plane: &'static ControlPlane,
+    client: Client,
+    src: String,
+    targets: Vec<String>,
+    label: String,
+}
+
+async fn world(prefix: &str, targets: usize) -> anyhow::Result<World> {
+    let plane = ControlPlane::shared(Mode::Api)?;
+    let client = plane.client().await?;
+    let src = plane.namespace(&format!("{prefix}-src"))?;
+    let targets = (1..=targets).map(|i| plane.namespace(&format!("{prefix}-t{i}"))).collect::<anyhow::Result<_>>()?;
+    Ok(World { plane, client, label: format!("cs-{src}"), src, targets })
+}
+
+/// The source ConfigMap `settings` with `setting: 1`.
+async fn source_settings(client: &Client, src: &str) -> anyhow::Result<()> {
+    let source: ConfigMap =
+        serde_json::from_value(json!({ "metadata": { "name": "settings" }, "data": { "setting": "1" } }))?;
+    Api::<ConfigMap>::namespaced(client.clone(), src).create(&PostParams::default(), &source).await?;
+    Ok(())
+}
+
 /// Events about a cluster-scoped object (the host records them in `default`).
 async fn sync_events(client: &Client, name: &str) -> anyhow::Result<Vec<k8s_openapi::api::events::v1::Event>> {
     events_for(client, "default", name).await
@@ -120,18 +140,12 @@ async fn sync_events(client: &Client, name: &str) -> anyhow::Result<Vec<k8s_open
 #[tokio::test(flavor = "multi_thread")]
 async fn a_configmap_is_kept_in_every_selected_namespace_and_cleaned_up_on_deletion() -> anyhow::Result<()> {
     let _one = ONE_HOST.lock().await;
-    let plane = ControlPlane::shared(Mode::Api)?;
-    let client = plane.client().await?;
-    let src = plane.namespace("cs-src")?;
-    let (t1, t2, t3, t4) =
-        (plane.namespace("cs-t1")?, plane.namespace("cs-t2")?, plane.namespace("cs-t3")?, plane.namespace("cs-t4")?);
-    let label = format!("cs-{src}");
+    let World { plane, client, src, targets, label } = world("cs", 4).await?;
+    let [t1, t2, t3, t4] = <[String; 4]>::try_from(targets).map_err(|_| anyhow::anyhow!("four namespaces"))?;
     for t in [&t1, &t2] {
         label_ns(&client, t, &label, true).await?;
     }
-    let source: ConfigMap =
-        serde_json::from_value(json!({ "metadata": { "name": "settings" }, "data": { "setting": "1" } }))?;
-    Api::<ConfigMap>::namespaced(client.clone(), &src).create(&PostParams::default(), &source).await?;
+    source_settings(&client, &src).await?;
     // t4 already holds a ConfigMap of that name that config-sync did not create.
     let theirs: ConfigMap =
         serde_json::from_value(json!({ "metadata": { "name": "settings" }, "data": { "setting": "theirs" } }))?;
@@ -211,11 +225,8 @@ async fn a_configmap_is_kept_in_every_selected_namespace_and_cleaned_up_on_delet
 #[tokio::test(flavor = "multi_thread")]
 async fn a_secrets_data_is_copied_and_appears_nowhere_else() -> anyhow::Result<()> {
     let _one = ONE_HOST.lock().await;
-    let plane = ControlPlane::shared(Mode::Api)?;
-    let client = plane.client().await?;
-    let src = plane.namespace("cs-secret-src")?;
-    let (t1, t2) = (plane.namespace("cs-secret-t1")?, plane.namespace("cs-secret-t2")?);
-    let label = format!("cs-{src}");
+    let World { plane, client, src, targets, label } = world("cs-secret", 2).await?;
+    let (t1, t2) = (targets[0].clone(), targets[1].clone());
     label_ns(&client, &t1, &label, true).await?;
     // t2 holds someone else's Secret of that name: the conflict is reported without its data.
     let encoded = base64::engine::general_purpose::STANDARD.encode(SECRET_VALUE);
@@ -271,17 +282,12 @@ async fn a_secrets_data_is_copied_and_appears_nowhere_else() -> anyhow::Result<(
 #[tokio::test(flavor = "multi_thread")]
 async fn as_a_reconciler_plugin_its_grants_bound_where_copies_go() -> anyhow::Result<()> {
     let _one = ONE_HOST.lock().await;
-    let plane = ControlPlane::shared(Mode::Api)?;
-    let client = plane.client().await?;
-    let src = plane.namespace("cs-rp-src")?;
-    let (t1, t2) = (plane.namespace("cs-rp-t1")?, plane.namespace("cs-rp-t2")?);
-    let label = format!("cs-{src}");
+    let World { plane, client, src, targets, label } = world("cs-rp", 2).await?;
+    let (t1, t2) = (targets[0].clone(), targets[1].clone());
     for t in [&t1, &t2] {
         label_ns(&client, t, &label, true).await?;
     }
-    let source: ConfigMap =
-        serde_json::from_value(json!({ "metadata": { "name": "settings" }, "data": { "setting": "1" } }))?;
-    Api::<ConfigMap>::namespaced(client.clone(), &src).create(&PostParams::default(), &source).await?;
+    source_settings(&client, &src).await?;
     let plugin: ConfigMap = serde_json::from_value(json!({
         "metadata": { "name": "plugins" },
         "binaryData": { "config-sync.wasm": base64::engine::general_purpose::STANDARD.encode(std::fs::read(plugins::CONFIG_SYNC)?) },

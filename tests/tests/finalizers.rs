@@ -75,14 +75,7 @@ async fn copy_where(
     pred: impl Fn(&ConfigMap) -> bool,
 ) -> anyhow::Result<ConfigMap> {
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
-    wait::until(what, WITHIN, || async {
-        match api.get_opt(name).await.map_err(|e| e.to_string())? {
-            Some(c) if pred(&c) => Ok(Some(c)),
-            Some(c) => Err(format!("labels {:?} data {:?}", c.metadata.labels, c.data)),
-            None => Err("no copy".into()),
-        }
-    })
-    .await
+    object_where(&api, name, what, pred, |c| format!("labels {:?} data {:?}", c.metadata.labels, c.data)).await
 }
 
 async fn copy_gone(client: &Client, ns: &str, name: &str, what: &str) -> anyhow::Result<()> {

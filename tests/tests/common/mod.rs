@@ -70,6 +70,28 @@ pub async fn set_replicas(client: &Client, ns: &str, name: &str, replicas: i64) 
     Ok(())
 }
 
+/// Waits (60 s) for the object `name` of `api` matching `pred`; `show` says what it looks like while
+/// it does not.
+pub async fn object_where<K>(
+    api: &Api<K>,
+    name: &str,
+    what: &str,
+    pred: impl Fn(&K) -> bool,
+    show: impl Fn(&K) -> String,
+) -> anyhow::Result<K>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    wait::until(what, Duration::from_secs(60), || async {
+        match api.get_opt(name).await.map_err(|e| e.to_string())? {
+            Some(o) if pred(&o) => Ok(Some(o)),
+            Some(o) => Err(show(&o)),
+            None => Err("not found".into()),
+        }
+    })
+    .await
+}
+
 /// Waits for a Deployment matching `pred`.
 pub async fn deployment_where(
     client: &Client,

@@ -28,29 +28,6 @@ impl Outcome {
         self.apply.push(text);
         Ok(self)
     }
-    /// Adds a deletion.
-    pub fn delete(mut self, d: Delete) -> Self {
-        self.delete.push(d);
-        self
-    }
-    /// Sets the primary's status (the value of its `status` field).
-    pub fn status<T: Serialize>(mut self, status: &T) -> Result<Self, Failure> {
-        self.status = Some(
-            serde_json::to_string(status)
-                .map_err(|e| Failure::permanent(format!("cannot serialise the status: {e}")))?,
-        );
-        Ok(self)
-    }
-    /// Adds an event.
-    pub fn event(mut self, e: Event) -> Self {
-        self.events.push(e);
-        self
-    }
-    /// Asks to be reconciled again after `ms` milliseconds.
-    pub fn requeue_after_ms(mut self, ms: u64) -> Self {
-        self.requeue_after_ms = Some(ms);
-        self
-    }
 
     /// The intents to apply, as JSON text (what the host receives).
     pub fn applied(&self) -> &[String] {
@@ -60,22 +37,6 @@ impl Outcome {
     /// `None` if there is no such intent or it does not parse as `T`.
     pub fn applied_as<T: DeserializeOwned>(&self, i: usize) -> Option<T> {
         serde_json::from_str(self.apply.get(i)?).ok()
-    }
-    /// The deletions.
-    pub fn deletes(&self) -> &[Delete] {
-        &self.delete
-    }
-    /// The status as JSON, if one is set.
-    pub fn status_json(&self) -> Option<Value> {
-        serde_json::from_str(self.status.as_deref()?).ok()
-    }
-    /// The events.
-    pub fn events(&self) -> &[Event] {
-        &self.events
-    }
-    /// The requeue hint.
-    pub fn requeue_after(&self) -> Option<u64> {
-        self.requeue_after_ms
     }
 }
 
@@ -128,48 +89,59 @@ impl Finalize {
     pub fn not_yet() -> Self {
         Finalize::default()
     }
-    /// Adds a deletion.
-    pub fn delete(mut self, d: Delete) -> Self {
-        self.delete.push(d);
-        self
-    }
-    /// Sets the primary's status (the value of its `status` field).
-    pub fn status<T: Serialize>(mut self, status: &T) -> Result<Self, Failure> {
-        self.status = Some(
-            serde_json::to_string(status)
-                .map_err(|e| Failure::permanent(format!("cannot serialise the status: {e}")))?,
-        );
-        Ok(self)
-    }
-    /// Adds an event.
-    pub fn event(mut self, e: Event) -> Self {
-        self.events.push(e);
-        self
-    }
-    /// When not done: be called again after `ms` milliseconds.
-    pub fn requeue_after_ms(mut self, ms: u64) -> Self {
-        self.requeue_after_ms = Some(ms);
-        self
-    }
 
     /// Whether the cleanup is complete.
     pub fn is_done(&self) -> bool {
         self.done
     }
-    /// The deletions.
-    pub fn deletes(&self) -> &[Delete] {
-        &self.delete
-    }
-    /// The status as JSON, if one is set.
-    pub fn status_json(&self) -> Option<Value> {
-        serde_json::from_str(self.status.as_deref()?).ok()
-    }
-    /// The events.
-    pub fn events(&self) -> &[Event] {
-        &self.events
-    }
-    /// The requeue hint.
-    pub fn requeue_after(&self) -> Option<u64> {
-        self.requeue_after_ms
-    }
 }
+
+/// What an [`Outcome`] and a [`Finalize`] share: deletions, the status, events, the requeue hint.
+macro_rules! shared {
+    ($t:ty, $requeue:literal) => {
+        impl $t {
+            /// Adds a deletion.
+            pub fn delete(mut self, d: Delete) -> Self {
+                self.delete.push(d);
+                self
+            }
+            /// Sets the primary's status (the value of its `status` field).
+            pub fn status<T: Serialize>(mut self, status: &T) -> Result<Self, Failure> {
+                self.status = Some(
+                    serde_json::to_string(status)
+                        .map_err(|e| Failure::permanent(format!("cannot serialise the status: {e}")))?,
+                );
+                Ok(self)
+            }
+            /// Adds an event.
+            pub fn event(mut self, e: Event) -> Self {
+                self.events.push(e);
+                self
+            }
+            #[doc = $requeue]
+            pub fn requeue_after_ms(mut self, ms: u64) -> Self {
+                self.requeue_after_ms = Some(ms);
+                self
+            }
+            /// The deletions.
+            pub fn deletes(&self) -> &[Delete] {
+                &self.delete
+            }
+            /// The status as JSON, if one is set.
+            pub fn status_json(&self) -> Option<Value> {
+                serde_json::from_str(self.status.as_deref()?).ok()
+            }
+            /// The events.
+            pub fn events(&self) -> &[Event] {
+                &self.events
+            }
+            /// The requeue hint.
+            pub fn requeue_after(&self) -> Option<u64> {
+                self.requeue_after_ms
+            }
+        }
+    };
+}
+
+shared!(Outcome, "Asks to be reconciled again after `ms` milliseconds.");
+shared!(Finalize, "When not done: be called again after `ms` milliseconds.");
