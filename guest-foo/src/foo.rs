@@ -1,8 +1,8 @@
 //! The Foo → Deployment logic, ported from sample-controller's `controller.go`.
 
-use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
-use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use crate::intent::{
+    Container, Deployment, DeploymentSpec, LabelSelector, Meta as ObjectMeta, PodSpec, PodTemplateSpec,
+};
 use kwop_guest::conditions::{set_condition, Condition};
 use kwop_guest::{Event, Failure, Meta, Time, Violation};
 use serde::{Deserialize, Serialize};
@@ -77,7 +77,7 @@ pub struct Decision {
 
 /// What the logic reads of an existing Deployment: its owners and its available replicas. A
 /// narrow type instead of k8s-openapi's `Deployment` keeps the component small (the full type's
-/// deserialiser is most of a megabyte of WebAssembly); the intent is a full typed `Deployment`.
+/// deserialiser is most of a megabyte of WebAssembly); the intent is narrow too (`intent`).
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 pub struct Observed {
     /// Owner references only.
@@ -257,30 +257,23 @@ fn new_deployment(foo: &Foo, name: &str) -> Deployment {
             Some(BTreeMap::from([("samplecontroller.k8s.io/reconciled-by".to_string(), "guest-foo-v2".to_string())]));
     }
     Deployment {
+        api_version: "apps/v1",
+        kind: "Deployment",
         metadata: ObjectMeta {
             name: Some(name.to_string()),
             namespace: foo.metadata.namespace.clone().filter(|n| !n.is_empty()),
             annotations,
             ..ObjectMeta::default()
         },
-        spec: Some(DeploymentSpec {
+        spec: DeploymentSpec {
             // Unset replicas stay unset (the API server defaults them to 1), as in sample-controller.
             replicas: foo.spec.replicas,
-            selector: LabelSelector { match_labels: Some(labels.clone()), ..LabelSelector::default() },
+            selector: LabelSelector { match_labels: labels.clone() },
             template: PodTemplateSpec {
-                metadata: Some(ObjectMeta { labels: Some(labels), ..ObjectMeta::default() }),
-                spec: Some(PodSpec {
-                    containers: vec![Container {
-                        name: "nginx".into(),
-                        image: Some("nginx:latest".into()),
-                        ..Container::default()
-                    }],
-                    ..PodSpec::default()
-                }),
+                metadata: ObjectMeta { labels: Some(labels), ..ObjectMeta::default() },
+                spec: PodSpec { containers: vec![Container { name: "nginx".into(), image: "nginx:latest".into() }] },
             },
-            ..DeploymentSpec::default()
-        }),
-        status: None,
+        },
     }
 }
 

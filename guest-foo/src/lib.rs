@@ -4,6 +4,7 @@
 //! The plugin (`plugin`, on `wasm32` only) is the kwop-guest SDK's `Reconciler` wrapped around it.
 
 pub mod foo;
+pub mod intent;
 
 #[cfg(target_arch = "wasm32")]
 mod plugin;

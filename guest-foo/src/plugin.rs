@@ -1,7 +1,6 @@
 //! The plugin: info and reconcile through the kwop-guest SDK.
 
 use crate::foo::{self, Foo};
-use k8s_openapi::api::apps::v1::Deployment;
 use kwop_guest::{Admission, Context, Failure, Gvk, Info, Outcome, Reconciler, Violation};
 
 struct GuestFoo;
@@ -18,11 +17,13 @@ impl Reconciler for GuestFoo {
             Some(g) => (format!("guest-foo-{}", g.split('.').next().unwrap_or(g)), g),
             None => ("guest-foo".to_string(), "samplecontroller.k8s.io"),
         };
-        Info::new(&name, version, Gvk::new(group, "v1alpha1", "Foo")).owns(Gvk::of::<Deployment>()).validates()
+        Info::new(&name, version, Gvk::new(group, "v1alpha1", "Foo"))
+            .owns(Gvk::new("apps", "v1", "Deployment"))
+            .validates()
     }
 
     fn reconcile(foo: Foo, ctx: &Context) -> Result<Outcome, Failure> {
-        let kind = Gvk::of::<Deployment>();
+        let kind = Gvk::new("apps", "v1", "Deployment");
         let d = foo::sync(&foo, &|ns, name| ctx.get_as::<foo::Observed>(&kind, Some(ns), name), ctx.now())?;
         let mut out = Outcome::new().apply(&d.deployment)?.status(&d.status)?;
         for e in d.events {
@@ -32,7 +33,7 @@ impl Reconciler for GuestFoo {
     }
 
     fn validate(req: Admission<Foo>, ctx: &Context) -> Result<Vec<String>, Vec<Violation>> {
-        let kind = Gvk::of::<Deployment>();
+        let kind = Gvk::new("apps", "v1", "Deployment");
         foo::admit(&req.object, req.old.as_ref(), &|ns, name| ctx.get_as::<foo::Observed>(&kind, Some(ns), name))
     }
 }

@@ -68,7 +68,7 @@ fn creates_the_deployment_sample_controller_would() {
 #[test]
 fn unset_replicas_stay_unset() {
     let d = sync(&foo(Some("test"), None), &none, NOW).expect("sync");
-    assert!(d.deployment.spec.and_then(|s| s.replicas).is_none());
+    assert!(d.deployment.spec.replicas.is_none());
 }
 
 #[test]
