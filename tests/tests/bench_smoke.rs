@@ -71,7 +71,7 @@ async fn every_benchmark_runs_at_a_tiny_scale() -> anyhow::Result<()> {
     let steady = spawn(&cfg, |c| async move { scenarios::steady(&c).await });
     let memory = spawn(&cfg, |c| async move { scenarios::memory(&c).await });
     let many = spawn(&cfg, |c| async move { scenarios::many(&c).await });
-    let hotswap = spawn(&cfg, |c| async move { scenarios::hotswap(&c).await });
+    let hotswap = spawn(&cfg, |c| async move { kwop_tests::bench::swaps::hotswap(&c).await });
     // 8. Builds side by side: the same debug binary under a second label (the real run compares
     // the glibc release build with the image's static musl binary).
     let other = bench::builds::parse_build(&format!("same binary={KWOP}"))?;
@@ -127,6 +127,8 @@ async fn every_benchmark_runs_at_a_tiny_scale() -> anyhow::Result<()> {
     let h = r.hotswap.as_ref().expect("hot swap");
     assert_eq!((h.warm_s.len(), h.cold_s.len()), (cfg.swaps_warm, cfg.swaps_cold));
     assert!(h.warm_s.iter().chain(&h.cold_s).all(|s| *s > 0.0 && *s < 60.0), "{h:?}");
+    assert_eq!(h.rp_warm_s.len(), cfg.swaps_warm, "the ReconcilerPlugin path too: {h:?}");
+    assert!(h.rp_warm_s.iter().all(|s| *s > 0.0 && *s < 60.0), "{h:?}");
     // 8. Both builds converged, reconciled in sync and wrote nothing then.
     let b = r.builds.as_ref().expect("builds");
     assert_eq!(b.runs.len(), 2);

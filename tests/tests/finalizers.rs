@@ -233,6 +233,39 @@ async fn a_failing_finalize_is_visible_and_the_deletion_waits_until_it_is_fixed(
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_finalize_that_never_finishes_is_said_after_the_patience() -> anyhow::Result<()> {
+    let _one = ONE_HOST.lock().await;
+    let plane = ControlPlane::shared(Mode::Api)?;
+    let ns = plane.namespace("fin-never")?;
+    let dir = plugins::folder(&[("finalizer.wasm", plugins::FINALIZER)])?;
+    let host = host(plane, &dir, &["--resync-period=10m", "--finalize-patience=3s"])?;
+    let client = plane.client().await?;
+    create_fin(&client, &ns, "stubborn", json!({ "finalize": "never" })).await?;
+    let api = fins(&client, &ns);
+    wait::until("the finalizer on", WITHIN, || async {
+        Ok(api.get("stubborn").await.map_err(|e| e.to_string())?.metadata.finalizers.filter(|f| !f.is_empty()))
+    })
+    .await?;
+    api.delete("stubborn", &DeleteParams::default()).await?;
+    // Not a failure — it keeps saying not yet — but after the patience the deletion is not silent.
+    let e = event_with_reason(&client, &ns, "stubborn", "FinalizeWaiting").await?;
+    assert!(e.note.unwrap_or_default().contains("keeps saying not yet"));
+    let f = wait::until("the Finalized condition", WITHIN, || async {
+        let f = api.get("stubborn").await.map_err(|e| e.to_string())?;
+        let conds = f.data["status"]["conditions"].as_array().cloned().unwrap_or_default();
+        Ok(conds.iter().any(|c| c["type"] == "Finalized" && c["reason"] == "FinalizeWaiting").then_some(f))
+    })
+    .await?;
+    assert_eq!(finalizers(&f), [FINALIZER], "still waiting");
+    assert!(host.metric("kwop_finalize_total", &[("result", "pending")])? >= 2.0);
+    // The way out for an admin (README): the finalizer by hand.
+    let patch = json!([{ "op": "remove", "path": "/metadata/finalizers/0" }]);
+    api.patch("stubborn", &PatchParams::default(), &Patch::Json::<()>(serde_json::from_value(patch)?)).await?;
+    fin_gone(&client, &ns, "stubborn").await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn finalize_cannot_delete_what_is_not_its_own() -> anyhow::Result<()> {
     let s = setup("fin-fence").await?;
     let cms: Api<ConfigMap> = Api::namespaced(s.client.clone(), &s.ns);

@@ -176,6 +176,10 @@ pub struct RunArgs {
     /// below the pod's terminationGracePeriodSeconds.
     #[arg(long, default_value = "10s", value_parser = units::duration)]
     pub shutdown_grace: Duration,
+    /// How long the deletion of a primary may wait on a `finalize` that keeps saying not yet
+    /// before a Warning event `FinalizeWaiting` and the condition `Finalized` say so.
+    #[arg(long, default_value = "2m", value_parser = units::duration)]
+    pub finalize_patience: Duration,
     /// Concurrent reconciles per plugin.
     #[arg(long, default_value_t = 4)]
     pub workers: usize,

@@ -196,6 +196,7 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
         namespace: args.namespace.clone(),
         instance: Some(identity.clone()),
         shutdown_grace: grace,
+        finalize_patience: args.finalize_patience,
         ..ControllerConfig::default()
     };
     let recorder = match &args.record {

@@ -123,6 +123,7 @@ impl Inner {
         if !decided.done {
             self.report(&primary, &decided.events, wrote).await;
             self.shared.metrics.finalized(name, "pending");
+            self.waiting_too_long(&primary, plugin, now).await;
             return Next::After(decided.requeue_after);
         }
         match self.keep_finalizer_off(key, &primary, plugin).await {
@@ -162,6 +163,43 @@ impl Inner {
         self.finalized.lock().unwrap_or_else(|p| p.into_inner()).get(key).cloned()
     }
 
+    /// Writes the condition `Finalized` False / `reason` into the primary's status (when its
+    /// schema has conditions: otherwise the events and the metric say it).
+    async fn set_condition(&self, primary: &DynamicObject, reason: &str, message: &str, now: SystemTime) {
+        let when = humantime::format_rfc3339_seconds(now).to_string();
+        let status = primary.data.get("status");
+        if let Some(status) = finalize::with_failure(status, reason, message, primary.metadata.generation, &when) {
+            if let Err(e) = self.applier.status(&self.primary.resolved, primary, &status).await {
+                tracing::debug!(
+                    "condition {} not written (does the status schema have conditions?): {e}",
+                    finalize::CONDITION
+                );
+            }
+        }
+    }
+
+    /// A deletion that has waited longer than the patience (`--finalize-patience`) on a `finalize` that keeps
+    /// saying not yet: said on the primary (a Warning event, repeated at most every few minutes,
+    /// and the condition), so a deletion never hangs silently.
+    async fn waiting_too_long(&self, primary: &DynamicObject, plugin: &LoadedPlugin, now: SystemTime) {
+        let since = serde_json::to_value(&primary.metadata.deletion_timestamp)
+            .ok()
+            .and_then(|v| v.as_str().and_then(|t| humantime::parse_rfc3339_weak(t).ok()));
+        let Some(since) = since else { return };
+        let patience = self.shared.config.finalize_patience;
+        if now.duration_since(since).unwrap_or_default() < patience {
+            return;
+        }
+        let message = format!(
+            "the deletion has waited more than {} for {}'s finalize, which keeps saying not yet",
+            humantime::format_duration(patience),
+            plugin.info.name
+        );
+        tracing::warn!("{message}");
+        self.report(primary, &[warning(finalize::REASON_WAITING, message.clone())], false).await;
+        self.set_condition(primary, finalize::REASON_WAITING, &message, now).await;
+    }
+
     /// A failed `finalize`: reported on the primary (events, the `Finalized` condition) and in
     /// the metrics; retried with backoff unless the plugin said not to.
     #[allow(clippy::too_many_arguments)]
@@ -182,17 +220,7 @@ impl Inner {
             events.push(warning(REASON_FINALIZE_FAILED, format!("{name} {}: {message}", plugin.info.version)));
         }
         self.report(primary, &events, false).await;
-        let when = humantime::format_rfc3339_seconds(now).to_string();
-        if let Some(status) =
-            finalize::with_failure(primary.data.get("status"), &message, primary.metadata.generation, &when)
-        {
-            if let Err(e) = self.applier.status(&self.primary.resolved, primary, &status).await {
-                tracing::debug!(
-                    "condition {} not written (does the status schema have conditions?): {e}",
-                    finalize::CONDITION
-                );
-            }
-        }
+        self.set_condition(primary, finalize::REASON_FAILED, &message, now).await;
         if retry {
             Next::Retry
         } else {

@@ -55,6 +55,9 @@ pub struct ControllerConfig {
     pub instance: Option<String>,
     /// How long a stopping controller waits for its reconciles before abandoning them.
     pub shutdown_grace: Duration,
+    /// How long a deletion may wait on a `finalize` that keeps saying not yet before the host
+    /// says so on the primary.
+    pub finalize_patience: Duration,
 }
 
 impl Default for ControllerConfig {
@@ -69,6 +72,7 @@ impl Default for ControllerConfig {
             rate_limit: RateLimit::default(),
             instance: None,
             shutdown_grace: Duration::from_secs(10),
+            finalize_patience: crate::finalize::PATIENCE,
         }
     }
 }

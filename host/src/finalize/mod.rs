@@ -9,17 +9,28 @@ use serde_json::{json, Value};
 pub const FINALIZER_PREFIX: &str = "kwop.dev/";
 /// The condition type the host sets while `finalize` fails.
 pub const CONDITION: &str = "Finalized";
-/// Its reason.
+/// Its reason while `finalize` fails.
 pub const REASON_FAILED: &str = "FinalizeFailed";
+/// Its reason while `finalize` keeps saying not yet for longer than [`PATIENCE`].
+pub const REASON_WAITING: &str = "FinalizeWaiting";
+/// How long a deletion may wait on `finalize` saying not yet before the host says so (the
+/// default of `--finalize-patience`).
+pub const PATIENCE: std::time::Duration = std::time::Duration::from_secs(120);
 
 fn conditions(status: &Value) -> Option<&Vec<Value>> {
     status.get("conditions")?.as_array()
 }
 
-/// `status` with the condition `Finalized` False / FinalizeFailed saying `message`: the
-/// transition time is kept if it already said so, else `now` (RFC 3339). `None` when the status
-/// has `conditions` that are not a list (the host does not guess at another shape).
-pub fn with_failure(status: Option<&Value>, message: &str, generation: Option<i64>, now: &str) -> Option<Value> {
+/// `status` with the condition `Finalized` False / `reason` saying `message`: the transition time
+/// is kept if it already said False, else `now` (RFC 3339). `None` when the status has
+/// `conditions` that are not a list (the host does not guess at another shape).
+pub fn with_failure(
+    status: Option<&Value>,
+    reason: &str,
+    message: &str,
+    generation: Option<i64>,
+    now: &str,
+) -> Option<Value> {
     let mut status = status.cloned().unwrap_or_else(|| json!({}));
     let map = status.as_object_mut()?;
     let list = map.entry("conditions").or_insert_with(|| json!([]));
@@ -27,7 +38,7 @@ pub fn with_failure(status: Option<&Value>, message: &str, generation: Option<i6
     let mut cond = json!({
         "type": CONDITION,
         "status": "False",
-        "reason": REASON_FAILED,
+        "reason": reason,
         "message": message,
         "lastTransitionTime": now,
     });
@@ -52,7 +63,7 @@ pub fn with_failure(status: Option<&Value>, message: &str, generation: Option<i6
 pub fn without_failure(status: &Value) -> Option<Value> {
     let is_ours = |c: &Value| {
         c.get("type").and_then(Value::as_str) == Some(CONDITION)
-            && c.get("reason").and_then(Value::as_str) == Some(REASON_FAILED)
+            && matches!(c.get("reason").and_then(Value::as_str), Some(REASON_FAILED | REASON_WAITING))
     };
     if !conditions(status)?.iter().any(is_ours) {
         return None;
@@ -71,19 +82,22 @@ mod tests {
     #[test]
     fn a_failure_condition_joins_the_plugins_own_and_keeps_its_transition_time() {
         let status = json!({"ready": 2, "conditions": [{"type": "Ready", "status": "True"}]});
-        let s = with_failure(Some(&status), "boom", Some(3), "2026-12-06T10:00:00Z").expect("a list");
+        let s = with_failure(Some(&status), REASON_FAILED, "boom", Some(3), "2026-12-06T10:00:00Z").expect("a list");
         let c = &s["conditions"];
         assert_eq!(c[0]["type"], "Ready", "the plugin's condition stays");
         assert_eq!((c[1]["status"].as_str(), c[1]["reason"].as_str()), (Some("False"), Some(REASON_FAILED)));
         assert_eq!(c[1]["observedGeneration"], 3);
-        let again = with_failure(Some(&s), "boom again", Some(3), "2026-12-06T11:00:00Z").expect("a list");
+        let again =
+            with_failure(Some(&s), REASON_FAILED, "boom again", Some(3), "2026-12-06T11:00:00Z").expect("a list");
         assert_eq!(again["conditions"][1]["lastTransitionTime"], "2026-12-06T10:00:00Z");
         assert_eq!(again["conditions"][1]["message"], "boom again");
         assert_eq!(again["conditions"].as_array().map(Vec::len), Some(2));
         let cleared = without_failure(&again).expect("had one");
         assert_eq!(cleared, status);
         assert!(without_failure(&status).is_none());
-        assert!(with_failure(None, "m", None, "t").is_some_and(|s| s["conditions"][0]["type"] == CONDITION));
-        assert!(with_failure(Some(&json!({"conditions": "odd"})), "m", None, "t").is_none());
+        assert!(
+            with_failure(None, REASON_WAITING, "m", None, "t").is_some_and(|s| s["conditions"][0]["type"] == CONDITION)
+        );
+        assert!(with_failure(Some(&json!({"conditions": "odd"})), REASON_FAILED, "m", None, "t").is_none());
     }
 }

@@ -93,18 +93,29 @@ impl Controller {
 /// Starts `kwop run` on `plane` with the plugins in `dir`; returns once `/readyz` answers (every
 /// plugin loaded and its caches listed). Logs at the default level (`info`), as shipped.
 pub fn kwop(bin: &Path, plane: &ControlPlane, dir: &Path, cache_dir: &Path, extra: &[String]) -> Result<Controller> {
+    kwop_with(bin, plane, &[format!("--plugins={}", dir.display())], cache_dir, extra)
+}
+
+/// [`kwop`] with another source of plugins (`source`: e.g. `--reconciler-plugins` and its flags).
+pub fn kwop_with(
+    bin: &Path,
+    plane: &ControlPlane,
+    source: &[String],
+    cache_dir: &Path,
+    extra: &[String],
+) -> Result<Controller> {
     let port = free_port()?;
     static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let log = plane.dir.join(format!("bench-kwop-{n}.log"));
-    let mut args: Vec<String> = vec![
-        "run".into(),
-        format!("--plugins={}", dir.display()),
+    let mut args: Vec<String> = vec!["run".into()];
+    args.extend(source.iter().cloned());
+    args.extend([
         format!("--kubeconfig={}", plane.kubeconfig.display()),
         format!("--metrics-bind-address=127.0.0.1:{port}"),
         format!("--health-probe-bind-address=127.0.0.1:{port}"),
         format!("--cache-dir={}", cache_dir.display()),
-    ];
+    ]);
     args.extend(extra.iter().cloned());
     // What-if runs (BENCHMARKS.md): extra flags and environment for every kwop started.
     args.extend(std::env::var("KWOP_BENCH_KWOP_ARGS").unwrap_or_default().split_whitespace().map(str::to_string));

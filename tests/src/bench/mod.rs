@@ -19,6 +19,7 @@ pub mod report;
 pub mod scenarios;
 pub mod stats;
 pub mod svg;
+pub mod swaps;
 pub mod variants;
 pub mod world;
 
@@ -279,7 +280,7 @@ pub struct ManyRun {
 }
 
 /// Hot-swap latencies.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct HotSwapRun {
     /// File renamed into place → first object written by the new version, seconds, between
     /// versions already in the precompile cache.
@@ -288,6 +289,10 @@ pub struct HotSwapRun {
     pub cold_s: Vec<f64>,
     /// File in place → the host reports the new version active (`/plugins`), warm swaps, seconds.
     pub warm_active_s: Vec<f64>,
+    /// A ReconcilerPlugin's `spec.source` edited to the other version's digest → first object
+    /// written by it, seconds (both digests pulled and compiled once before).
+    #[serde(default)]
+    pub rp_warm_s: Vec<f64>,
 }
 
 /// Plugin call cost, nanoseconds per call (medians).

@@ -364,6 +364,13 @@ pub fn markdown(r: &Results, svg_name: Option<&str>) -> String {
         row(&mut o, "warm (version in the precompile cache): first write by the new version", &h.warm_s);
         row(&mut o, "warm: new version reported active on /plugins", &h.warm_active_s);
         row(&mut o, "cold (never-seen file, compiled on the spot): first write", &h.cold_s);
+        if !h.rp_warm_s.is_empty() {
+            row(
+                &mut o,
+                "ReconcilerPlugin: `spec.source.oci` edited to the other digest (pulled and compiled once before) → first write",
+                &h.rp_warm_s,
+            );
+        }
         let _ = writeln!(o);
     }
 

@@ -4,18 +4,14 @@
 
 use super::controllers::{self, Controller};
 use super::world::{self, Tracker, FOO_GROUP};
-use super::{proc_stats, variants, Config, ConvergenceRun, Driver, HotSwapRun, ManyRun, MemoryRun, SteadyRun};
+use super::{proc_stats, variants, Config, ConvergenceRun, Driver, ManyRun, MemoryRun, SteadyRun};
 use crate::plane::{ControlPlane, Mode};
 use crate::plugins;
 use anyhow::{anyhow, Context, Result};
-use futures::StreamExt;
-use k8s_openapi::api::apps::v1::Deployment;
-use kube::api::Api;
-use kube::runtime::watcher;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-fn say(msg: impl AsRef<str>) {
+pub(super) fn say(msg: impl AsRef<str>) {
     eprintln!("[bench {}] {}", chrono_now(), msg.as_ref());
 }
 
@@ -25,7 +21,7 @@ fn chrono_now() -> String {
 }
 
 /// A plugin folder holding guest-foo (as shipped).
-fn guest_foo_dir() -> Result<PathBuf> {
+pub(super) fn guest_foo_dir() -> Result<PathBuf> {
     plugins::folder(&[("guest-foo.wasm", plugins::GUEST_FOO)])
 }
 
@@ -53,7 +49,7 @@ fn warm_cache(cfg: &Config, files: &[PathBuf]) -> Result<()> {
 
 /// A fresh API-only plane. Retried: the harness picks free ports by binding and releasing them,
 /// so planes started side by side (the smoke test) can race for a port.
-fn start_plane() -> Result<ControlPlane> {
+pub(super) fn start_plane() -> Result<ControlPlane> {
     let mut last = None;
     for _ in 0..3 {
         match ControlPlane::start(Mode::Api) {
@@ -444,97 +440,6 @@ pub async fn many(cfg: &Config) -> Result<ManyRun> {
         mib(r.sc_pss_total)
     ));
     Ok(r)
-}
-
-/// Measurement 6: Hot swap: alternate guest-foo v1 and v2 (v2 annotates the Deployment) under one Foo;
-/// latency from the file renamed into place to the first Deployment written by the new version.
-pub async fn hotswap(cfg: &Config) -> Result<HotSwapRun> {
-    let plane = start_plane()?;
-    let ns = plane.namespace("hotswap")?;
-    let client = plane.client().await?;
-    let dir = guest_foo_dir()?;
-    // A fresh precompile cache: "cold" swaps must compile.
-    let cache = cfg.work.join(format!("hotswap-cache-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&cache);
-    let k = controllers::kwop(&cfg.kwop, &plane, &dir, &cache, &[format!("--namespace={ns}")])?;
-    let mut tracker = Tracker::start(&client, FOO_GROUP, &ns, 1).await?;
-    world::create_foos(&client, FOO_GROUP, &ns, 0..1, 1).await?;
-    tracker.wait_all(Duration::from_secs(60)).await?;
-
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(Instant, bool)>();
-    let deps: Api<Deployment> = Api::namespaced(client.clone(), &ns);
-    let watch_task = tokio::spawn(async move {
-        let mut w = std::pin::pin!(watcher(deps, watcher::Config::default()));
-        while let Some(ev) = w.next().await {
-            if let Ok(watcher::Event::Apply(d)) = ev {
-                let v2 = d.metadata.annotations.as_ref().and_then(|a| a.get(V2_ANNOTATION)).is_some();
-                let _ = tx.send((Instant::now(), v2));
-            }
-        }
-    });
-    let staging = dir.join(".staging");
-    let mut v2_now = false;
-    let swap = |src: PathBuf, marker: Option<String>| -> Result<Instant> {
-        match marker {
-            Some(m) => variants::with_marker(&src, &staging, &m)?,
-            None => {
-                std::fs::copy(&src, &staging)?;
-            }
-        }
-        let t0 = Instant::now();
-        std::fs::rename(&staging, dir.join("guest-foo.wasm"))?;
-        Ok(t0)
-    };
-    let (v1, v2) = (PathBuf::from(plugins::GUEST_FOO), PathBuf::from(plugins::GUEST_FOO_V2));
-    let mut run = HotSwapRun { warm_s: vec![], cold_s: vec![], warm_active_s: vec![] };
-    // Round 0 fills the precompile cache with v2 (v1 is there since start-up); then warm swaps.
-    for (i, cold) in
-        std::iter::repeat_n(false, 2 + cfg.swaps_warm).chain(std::iter::repeat_n(true, cfg.swaps_cold)).enumerate()
-    {
-        let to_v2 = !v2_now;
-        let want_version = if to_v2 { "0.1.0-v2" } else { "0.1.0" };
-        while rx.try_recv().is_ok() {}
-        let src = if to_v2 { v2.clone() } else { v1.clone() };
-        let t0 = swap(src, cold.then(|| format!("cold-{i}-{}", std::process::id())))?;
-        let mut active: Option<f64> = None;
-        let deadline = t0 + Duration::from_secs(60);
-        let written = loop {
-            if active.is_none() {
-                let v = k.plugins().unwrap_or_default();
-                if v["plugins"].as_array().into_iter().flatten().any(|p| p["version"] == want_version) {
-                    active = Some(t0.elapsed().as_secs_f64());
-                }
-            }
-            match tokio::time::timeout(Duration::from_millis(5), rx.recv()).await {
-                Ok(Some((at, v2))) if v2 == to_v2 => break at.duration_since(t0).as_secs_f64(),
-                Ok(None) => anyhow::bail!("the Deployment watch ended"),
-                _ => {}
-            }
-            if Instant::now() > deadline {
-                anyhow::bail!("swap {i} (to {want_version}) not seen within 60s:\n{}", k.proc.tail(20));
-            }
-        };
-        v2_now = to_v2;
-        if i >= 2 {
-            if cold {
-                run.cold_s.push(written);
-            } else {
-                run.warm_s.push(written);
-                run.warm_active_s.push(active.unwrap_or(written));
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(300)).await;
-    }
-    watch_task.abort();
-    k.stop();
-    let _ = std::fs::remove_dir_all(&cache);
-    say(format!(
-        "hot swap: warm p50 {:.0} ms p99 {:.0} ms; cold p50 {:.0} ms",
-        super::stats::median(&run.warm_s) * 1e3,
-        super::stats::percentile(&run.warm_s, 99.0) * 1e3,
-        super::stats::median(&run.cold_s) * 1e3
-    ));
-    Ok(run)
 }
 
 /// The annotation guest-foo v2 puts on Deployments.

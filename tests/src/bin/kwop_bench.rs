@@ -198,7 +198,7 @@ fn main() -> Result<()> {
             write_outputs(&a, &r)?;
         }
         if cfg.runs("hotswap") {
-            r.hotswap = Some(scenarios::hotswap(&cfg).await?);
+            r.hotswap = Some(bench::swaps::hotswap(&cfg).await?);
             write_outputs(&a, &r)?;
         }
         if cfg.runs("builds") && !a.compare.is_empty() {

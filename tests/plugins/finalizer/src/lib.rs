@@ -7,7 +7,8 @@
 //!   is done once no copy is left — so it finishes only because the copies' deletions wake it;
 //! - `fail`: a failure (retried); `trap`: a panic;
 //! - `foreign`: deletes the ConfigMap `spec.foreign` of its own namespace, which is not its own;
-//! - `undeclared`: deletes a Secret, a kind it does not own.
+//! - `undeclared`: deletes a Secret, a kind it does not own;
+//! - `never`: says not yet, every second, forever.
 //!
 //! Each `finalize` call that returns says so in an event (`FinalizeCalled`), and the one that is
 //! done in another (`Finalized`), so tests can count them.
@@ -126,6 +127,7 @@ impl Reconciler for Finalizer {
                 let secret = Delete { gvk: Gvk::new("", "v1", "Secret"), namespace: None, name: "x".into() };
                 Ok(Finalize::done().delete(secret).event(called))
             }
+            "never" => Ok(Finalize::not_yet().requeue_after_ms(1000).event(called)),
             "slow" if !copies.is_empty() => {
                 let mut f = Finalize::not_yet().requeue_after_ms(600_000).event(called);
                 for d in copies {
