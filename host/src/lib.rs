@@ -14,7 +14,8 @@
 //! and swaps them; [`shadow`] runs candidates beside the active version and records reconciles
 //! for replay; [`leader`] gates controllers on a Lease; [`finalize`] is the deletion lifecycle
 //! of primaries whose plugin finalizes; [`admission`] serves plugins that validate as a
-//! validating webhook; [`telemetry`] serves metrics and probes; [`cli`] is the command line.
+//! validating webhook; [`shard`] shares the primaries among replicas (`--sharding`);
+//! [`telemetry`] serves metrics and probes; [`cli`] is the command line.
 
 pub mod admission;
 pub mod apply;
@@ -30,6 +31,7 @@ pub mod report;
 pub mod scaffold;
 pub mod schema;
 pub mod shadow;
+pub mod shard;
 pub mod source;
 pub mod telemetry;
 pub mod watch;

@@ -1,5 +1,6 @@
 //! The test API server's audit log: every write it served (create, update, patch, delete), at
-//! Metadata level, so tests can count what a host sent and what the API server answered.
+//! Metadata level, so tests can count what a host sent and what the API server answered; writes
+//! of Foo status also with their body (which generation they report: see [`Write`]).
 
 use anyhow::Result;
 use std::path::{Path, PathBuf};
@@ -19,10 +20,20 @@ pub struct AuditedWrite {
     pub code: u16,
     /// The request's `fieldManager` query parameter (empty when it had none).
     pub field_manager: String,
+    /// The user agent (kwop's carries the replica's identity).
+    pub user_agent: String,
+    /// The subresource (e.g. status), empty for the object itself.
+    pub subresource: String,
+    /// When the API server received it (RFC 3339, microseconds: sorts as text).
+    pub received: String,
+    /// When it answered.
+    pub answered: String,
+    /// The request body, where the policy records it (Foo status writes).
+    pub request: Option<serde_json::Value>,
 }
 
 /// The writes in `dir`'s audit log whose user agent contains `user_agent` (empty if there is no
-/// log: an external cluster).
+/// log: an external cluster), in the order they were answered.
 pub fn writes(dir: &Path, user_agent: &str) -> Vec<AuditedWrite> {
     let text = std::fs::read_to_string(dir.join("audit.log")).unwrap_or_default();
     text.lines()
@@ -43,6 +54,11 @@ pub fn writes(dir: &Path, user_agent: &str) -> Vec<AuditedWrite> {
                     .and_then(|(_, q)| q.split('&').find_map(|kv| kv.strip_prefix("fieldManager=")))
                     .unwrap_or_default()
                     .to_string(),
+                user_agent: s(&e["userAgent"]),
+                subresource: s(&e["objectRef"]["subresource"]),
+                received: s(&e["requestReceivedTimestamp"]),
+                answered: s(&e["stageTimestamp"]),
+                request: e.get("requestObject").cloned(),
             }
         })
         .collect()
@@ -54,7 +70,9 @@ pub fn policy(dir: &Path) -> Result<PathBuf> {
     let path = dir.join("audit-policy.yaml");
     std::fs::write(
         &path,
-        "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n  verbs: [create, update, patch, delete, deletecollection]\n- level: None\n",
+        "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n\
+- level: Request\n  verbs: [update, patch]\n  resources: [{group: samplecontroller.k8s.io, resources: [foos/status]}]\n\
+- level: Metadata\n  verbs: [create, update, patch, delete, deletecollection]\n- level: None\n",
     )?;
     Ok(path)
 }

@@ -23,6 +23,7 @@ pub mod procs;
 pub mod proxy;
 pub mod registry;
 pub mod scaffolds;
+pub mod shards;
 pub mod wait;
 pub mod wat_plugin;
 

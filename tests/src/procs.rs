@@ -110,6 +110,15 @@ impl Proc {
         let _ = self.child.wait();
     }
 
+    /// Sends `signal` (e.g. `libc::SIGSTOP` to freeze it, `libc::SIGCONT` to thaw it).
+    pub fn signal(&self, signal: i32) {
+        #[allow(unsafe_code)]
+        // SAFETY: sending a signal to our own child's pid.
+        unsafe {
+            libc::kill(self.child.id() as i32, signal);
+        }
+    }
+
     /// The process id.
     pub fn pid(&self) -> u32 {
         self.child.id()

@@ -6,6 +6,7 @@ mod oci;
 mod offline;
 mod replay;
 mod run;
+pub mod sharding;
 pub mod units;
 mod validate;
 pub mod webhook;
@@ -150,7 +151,9 @@ pub struct RunArgs {
     /// Address of /healthz, /readyz and /plugins.
     #[arg(long, default_value = "127.0.0.1:8081", env = "KWOP_HEALTH_PROBE_BIND_ADDRESS")]
     pub health_probe_bind_address: String,
-    /// Elect a leader through a Lease; only the leader reconciles.
+    /// Elect a leader through a Lease; only the leader reconciles (with --sharding, every
+    /// replica reconciles its part and the leader only writes ReconcilerPlugin status and the
+    /// webhook configuration).
     #[arg(long)]
     pub leader_elect: bool,
     /// Namespace of the leader Lease [default: the pod's namespace, else "default"].
@@ -210,6 +213,9 @@ pub struct RunArgs {
     /// Admission webhooks.
     #[command(flatten)]
     pub webhook: webhook::WebhookArgs,
+    /// Sharding across replicas.
+    #[command(flatten)]
+    pub shard: sharding::ShardArgs,
     /// Sandbox limits.
     #[command(flatten)]
     pub sandbox: SandboxArgs,

@@ -3,9 +3,10 @@
 use super::RunArgs;
 use crate::controller::{ControllerConfig, Shared};
 use crate::hotswap::{Command, Supervisor};
-use crate::leader::gate::WriteGate;
+use crate::leader::gate::{Authority, WriteGate};
 use crate::leader::{Election, ElectionConfig, Leadership};
 use crate::plugin::{EngineConfig, LimitSet, PluginEngine};
+use crate::shard::filter::ShardSelector;
 use crate::source::cluster::{ClusterConfig, ClusterSource};
 use crate::source::oci::OciConfig;
 use crate::telemetry::{health::Role, http, Health, Metrics};
@@ -126,7 +127,13 @@ fn election_config(args: &RunArgs, identity: &str) -> anyhow::Result<ElectionCon
 
 async fn run_async(args: RunArgs) -> anyhow::Result<()> {
     let identity = identity();
-    let election_cfg = if args.leader_elect { Some(election_config(&args, &identity)?) } else { None };
+    // Sharded, every replica reconciles its part; a leader still writes what is written once.
+    let leader_elect = args.leader_elect || args.shard.sharding.is_some();
+    let election_cfg = if leader_elect { Some(election_config(&args, &identity)?) } else { None };
+    let mut sharding = election_cfg
+        .as_ref()
+        .and_then(|e| args.shard.config(&e.namespace, &identity, e))
+        .map(super::sharding::Sharding::new);
     let mut config = kube_config(args.kubeconfig.as_deref(), args.context.as_deref()).await?;
     // Requests carry this replica's identity, so the API server's audit log tells replicas apart.
     if let Ok(ua) = ::http::header::HeaderValue::from_str(&format!("kwop/{} ({identity})", env!("CARGO_PKG_VERSION"))) {
@@ -134,14 +141,22 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
     }
     let metrics = Arc::new(Metrics::new());
     let health = Arc::new(Health::default());
-    let leadership = if args.leader_elect { Leadership::elected() } else { Leadership::always() };
+    let leadership = if leader_elect { Leadership::elected() } else { Leadership::always() };
     let lease_client = Client::try_from(config.clone()).context("cannot build a Kubernetes client")?;
-    // Every other request goes through the write gate.
-    let gate = WriteGate::new(leadership.clone(), metrics.writes_refused_not_leader.clone());
-    let client = kube::client::ClientBuilder::try_from(config)
-        .context("cannot build a Kubernetes client")?
-        .with_layer(&gate)
-        .build();
+    // Every other request goes through the write gate: of the leader, or sharded, of the shard
+    // (whose lists and watches carry its shard selector too).
+    let authority: Arc<dyn Authority> = match &sharding {
+        Some(s) => s.shard.clone(),
+        None => leadership.clone(),
+    };
+    let gate = WriteGate::new(authority, metrics.writes_refused_not_leader.clone());
+    let builder = kube::client::ClientBuilder::try_from(config).context("cannot build a Kubernetes client")?;
+    let client = match &sharding {
+        Some(s) => {
+            builder.with_layer(&gate).with_layer(&ShardSelector::new(s.shard.clone(), s.namespaced.clone())).build()
+        }
+        None => builder.with_layer(&gate).build(),
+    };
     let cache_dir = if args.sandbox.no_cache {
         None
     } else {
@@ -206,7 +221,14 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
         )),
         None => None,
     };
-    let pool = Arc::new(crate::watch::Pool::new(client.clone(), config.namespace.clone(), metrics.clone()));
+    let mut pool = crate::watch::Pool::new(client.clone(), config.namespace.clone(), metrics.clone());
+    if let Some(s) = &sharding {
+        pool = pool.sharded(s.shard.clone(), s.namespaced.clone());
+    }
+    let pool = Arc::new(pool);
+    if let Some(s) = sharding.as_mut() {
+        s.start(lease_client.clone(), &identity, pool.clone(), metrics.clone(), health.clone()).await;
+    }
     let system_namespace = args.system_namespace.clone().or_else(pod_namespace).unwrap_or_else(|| "kwop-system".into());
     let admission = match args.webhook.config(&system_namespace, args.namespace.as_deref())? {
         Some(cfg) => Some(
@@ -231,6 +253,7 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
         config,
         candidates: Default::default(),
         recorder,
+        shard: sharding.as_ref().map(|s| s.shard.clone()),
     });
     let (tx, mut rx) = mpsc::channel(64);
     let stop_source = tokio_util::sync::CancellationToken::new();
@@ -281,11 +304,16 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
     let sup = tokio::spawn(supervisor.run(rx));
 
     let mut election = None;
+    // Sharded, controllers run on every replica; the shard decides what each reconciles.
+    let sharded = sharding.is_some();
+    if sharded {
+        let _ = tx.send(Command::SetActive(true)).await;
+    }
     match election_cfg {
         Some(cfg) => {
             tracing::info!(lease = %format!("{}/{}", cfg.namespace, cfg.name), identity = %cfg.identity,
                 renew_deadline = ?cfg.renew_deadline, "joining leader election");
-            election = Some(Election::start(lease_client, cfg, leadership.clone()));
+            election = Some(Election::start(lease_client.clone(), cfg, leadership.clone()));
         }
         None => {
             health.set_role(Role::Leader);
@@ -311,13 +339,17 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
                     tracing::info!(leader = is_leader, "leadership changed");
                     health.set_role(if is_leader { Role::Leader } else { Role::Standby });
                     metrics.leader.set(i64::from(is_leader));
-                    let _ = tx.send(Command::SetActive(is_leader)).await;
+                    if !sharded {
+                        let _ = tx.send(Command::SetActive(is_leader)).await;
+                    }
                 }
                 Err(_) => {
                     tracing::error!("leader election stopped; standing by");
                     health.set_role(Role::Standby);
                     metrics.leader.set(0);
-                    let _ = tx.send(Command::SetActive(false)).await;
+                    if !sharded {
+                        let _ = tx.send(Command::SetActive(false)).await;
+                    }
                     leading = None;
                 }
             }
@@ -327,6 +359,10 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
     // Everything below is bounded: the controllers get the grace, the rest a little more.
     tracing::info!(grace = ?grace, "shutting down: finishing in-flight reconciles");
     drop(watcher);
+    // Sharded: the part goes to the others first (its reconciles drained), then the rest stops.
+    if let Some(s) = sharding {
+        s.leave(lease_client.clone(), grace).await;
+    }
     stop_source.cancel();
     let (done_tx, done_rx) = oneshot::channel();
     let _ = tx.send(Command::Shutdown(done_tx)).await;

@@ -95,6 +95,8 @@ pub struct Shared {
     pub pool: Arc<crate::watch::Pool>,
     /// The plugins that validate, when the host serves admission (`--webhook-bind-address`).
     pub admission: Option<Arc<crate::admission::Registry>>,
+    /// This replica's part of the primaries, when the host is sharded (`--sharding`).
+    pub shard: Option<Arc<crate::shard::Shard>>,
 }
 
 /// Why a controller could not start.
@@ -282,6 +284,14 @@ fn unreachable_discovery(g: &Gvk) -> StartError {
     StartError::Discovery(crate::watch::discovery::DiscoveryError::missing(g))
 }
 
+/// Whether the shard's holding changed (never, when not sharded).
+async fn shard_changed(rx: Option<&mut tokio::sync::watch::Receiver<u64>>) -> bool {
+    match rx {
+        Some(rx) => rx.changed().await.is_ok(),
+        None => std::future::pending().await,
+    }
+}
+
 fn publish_info(shared: &Shared, file: &str, p: &LoadedPlugin, synced: bool) {
     shared.metrics.plugin_info.get_or_create(&info_labels(file, p)).set(1);
     shared.health.set_plugin(
@@ -422,10 +432,13 @@ impl Inner {
             period.max(Duration::from_secs(1)),
         );
         let mut report = tokio::time::interval(Duration::from_secs(1));
+        // Sharded: what this replica holds changed, so other primaries are its own now.
+        let mut shard = self.shared.shard.as_ref().map(|s| s.subscribe());
         loop {
             tokio::select! {
                 _ = self.stop.cancelled() => return,
                 _ = resync.tick(), if !period.is_zero() => self.requeue_all(),
+                true = shard_changed(shard.as_mut()) => self.requeue_all(),
                 _ = report.tick() => {
                     let name = self.plugin.load().info.name.clone();
                     self.shared.metrics.queue_depth.get_or_create(&Metrics::plugin(&name)).set(self.queue.len() as i64);

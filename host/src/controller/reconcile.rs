@@ -75,6 +75,21 @@ impl Inner {
         };
         let uid = cached.uid().to_string();
         let ns = cached.namespace().map(str::to_string);
+        // Sharded: only what this replica holds, and the part it is giving up drains first.
+        let _held = match &self.shared.shard {
+            Some(shard) => {
+                let held = shard.enter().await;
+                if !shard.holds(ns.as_deref(), &uid) {
+                    return Next::Done;
+                }
+                // Its holding grew and the caches are relisting: they may lack what it owns.
+                if !shard.caches_current(self.caches.listed()) {
+                    return Next::After(Duration::from_millis(500));
+                }
+                Some(held)
+            }
+            None => None,
+        };
         let owner = Owner { uid: &uid, namespace: ns.as_deref(), name: &key.name, plugin: name };
         let mut seen = Seen::default();
         for g in &plugin.info.owns {

@@ -15,7 +15,7 @@ use tower::{BoxError, Layer, Service};
 
 /// The error a refused write fails with (inside `kube::Error::Service`).
 #[derive(Debug, Clone, Copy, thiserror::Error, PartialEq, Eq)]
-#[error("not writing: this replica is not (or no longer surely) the leader")]
+#[error("not writing: this replica is not (or no longer surely) the leader, or the holder of its shard")]
 pub struct NotLeader;
 
 impl NotLeader {
@@ -25,17 +25,30 @@ impl NotLeader {
     }
 }
 
+/// Who says whether this replica may write now.
+pub trait Authority: Send + Sync {
+    /// True while writes may go out.
+    fn may_write(&self) -> bool;
+}
+
+impl Authority for Leadership {
+    fn may_write(&self) -> bool {
+        Leadership::may_write(self)
+    }
+}
+
 /// The layer.
 #[derive(Clone)]
 pub struct WriteGate {
-    leadership: Arc<Leadership>,
+    authority: Arc<dyn Authority>,
     refused: Counter,
 }
 
 impl WriteGate {
-    /// Gates writes on `leadership`, counting refusals in `refused`.
-    pub fn new(leadership: Arc<Leadership>, refused: Counter) -> Self {
-        WriteGate { leadership, refused }
+    /// Gates writes on `authority` (the leader's lease, or a shard's), counting refusals in
+    /// `refused`.
+    pub fn new(authority: Arc<dyn Authority>, refused: Counter) -> Self {
+        WriteGate { authority, refused }
     }
 }
 
@@ -72,7 +85,7 @@ where
     }
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
-        if writes(req.method()) && !self.gate.leadership.may_write() {
+        if writes(req.method()) && !self.gate.authority.may_write() {
             self.gate.refused.inc();
             return Box::pin(async { Err(Box::new(NotLeader) as BoxError) });
         }

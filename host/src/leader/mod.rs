@@ -17,6 +17,7 @@ mod lease;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::{Api, Client};
 use lease::{LeaseLock, Try};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
@@ -63,17 +64,20 @@ impl ElectionConfig {
 pub struct Leadership {
     elected: bool,
     valid_until: Mutex<Option<Instant>>,
+    /// Incremented whenever the lease is renewed after having lapsed (or for the first time):
+    /// what was decided under an older term may have been taken over meanwhile.
+    term: AtomicU64,
 }
 
 impl Leadership {
     /// No election: always allowed.
     pub fn always() -> Arc<Self> {
-        Arc::new(Leadership { elected: false, valid_until: Mutex::new(None) })
+        Arc::new(Leadership { elected: false, valid_until: Mutex::new(None), term: AtomicU64::new(0) })
     }
 
     /// Allowed only while a renewal younger than the renew deadline holds.
     pub fn elected() -> Arc<Self> {
-        Arc::new(Leadership { elected: true, valid_until: Mutex::new(None) })
+        Arc::new(Leadership { elected: true, valid_until: Mutex::new(None), term: AtomicU64::new(0) })
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Option<Instant>> {
@@ -85,8 +89,17 @@ impl Leadership {
         !self.elected || self.lock().is_some_and(|t| Instant::now() < t)
     }
 
-    fn extend(&self, until: Instant) {
-        *self.lock() = Some(until);
+    /// The current term (see `term`): unchanged as long as renewals never lapsed.
+    pub fn term(&self) -> u64 {
+        self.term.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn extend(&self, until: Instant) {
+        let mut valid = self.lock();
+        if !valid.is_some_and(|t| Instant::now() < t) {
+            self.term.fetch_add(1, Ordering::AcqRel);
+        }
+        *valid = Some(until);
     }
 
     fn revoke(&self) {
@@ -211,6 +224,11 @@ mod tests {
         assert!(l.may_write());
         std::thread::sleep(Duration::from_millis(60));
         assert!(!l.may_write(), "nobody renewed: closed without any task running");
+        let term = l.term();
+        l.extend(Instant::now() + Duration::from_millis(50));
+        assert_eq!(l.term(), term + 1, "renewed after a lapse: a new term");
+        l.extend(Instant::now() + Duration::from_millis(50));
+        assert_eq!(l.term(), term + 1, "renewed in time: the same term");
         assert!(Leadership::always().may_write());
     }
 

@@ -77,6 +77,8 @@ struct Snapshot {
     #[serde(skip_serializing_if = "Option::is_none")]
     plugin_memory_budget_bytes: Option<usize>,
     plugin_memory_reserved_bytes: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    shard: Option<serde_json::Value>,
 }
 
 /// Shared health state.
@@ -92,6 +94,7 @@ struct Inner {
     rejected: BTreeMap<String, String>,
     beat: Option<Instant>,
     unmatched: Vec<String>,
+    shard: Option<serde_json::Value>,
 }
 
 impl Default for Health {
@@ -104,6 +107,7 @@ impl Default for Health {
                 rejected: BTreeMap::new(),
                 beat: None,
                 unmatched: Vec::new(),
+                shard: None,
             }),
             engine: OnceLock::new(),
         }
@@ -113,6 +117,11 @@ impl Default for Health {
 impl Health {
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// What `/plugins` says of this replica's shard (see `shard::Shard::status`).
+    pub fn set_shard(&self, status: serde_json::Value) {
+        self.lock().shard = Some(status);
     }
 
     /// Lets probes and `/plugins` see the engine's calls and memory budget.
@@ -264,6 +273,7 @@ impl Health {
             unmatched_plugin_limits: i.unmatched.clone(),
             plugin_memory_budget_bytes: budget,
             plugin_memory_reserved_bytes: reserved,
+            shard: i.shard.clone(),
         };
         serde_json::to_value(s).unwrap_or_default()
     }

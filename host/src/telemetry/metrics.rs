@@ -136,6 +136,13 @@ pub struct Metrics {
     pub admission: Family<ResultLabels, Counter>,
     /// Time to answer an admission request.
     pub admission_seconds: Family<PluginLabel, Histogram, fn() -> Histogram>,
+    /// Objects a watch received outside this replica's shard (dropped; none when the API server
+    /// slices the watch).
+    pub shard_outside: Family<KindLabel, Counter>,
+    /// The part of the hash space this replica holds, in parts per million.
+    pub shard_range_ppm: Gauge,
+    /// Live members of the shard ring, as this replica last counted.
+    pub shard_members: Gauge,
 }
 
 impl Default for Metrics {
@@ -175,6 +182,9 @@ impl Metrics {
             finalize: Family::default(),
             admission: Family::default(),
             admission_seconds: Family::new_with_constructor(seconds_histogram),
+            shard_outside: Family::default(),
+            shard_range_ppm: Gauge::default(),
+            shard_members: Gauge::default(),
             registry: Registry::default(),
         };
         registry.register("reconcile", "Reconciles by result", m.reconciles.clone());
@@ -247,6 +257,17 @@ impl Metrics {
             "Time to answer an admission request",
             m.admission_seconds.clone(),
         );
+        registry.register(
+            "watch_objects_outside_shard",
+            "Objects a watch received outside this replica's shard and dropped (none when the API server slices watches)",
+            m.shard_outside.clone(),
+        );
+        registry.register(
+            "shard_range_ppm",
+            "Part of the hash space this replica holds, in parts per million",
+            m.shard_range_ppm.clone(),
+        );
+        registry.register("shard_members", "Live members of the shard ring", m.shard_members.clone());
         Metrics { registry, ..m }
     }
 

@@ -3,6 +3,7 @@
 
 use super::discovery::Resolved;
 use super::object::{Cached, Store};
+use super::owners::OwnerIndex;
 use super::selector::Selector;
 use super::ObjectKey;
 use crate::kinds::Gvk;
@@ -14,7 +15,7 @@ use kube::api::{Api, DynamicObject, TypeMeta};
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Client, ResourceExt};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// A cached kind.
@@ -30,51 +31,18 @@ pub struct KindCache {
     /// Objects by the uid of their controller, so a reconcile finds what its primary owns
     /// without scanning the whole store (which made every reconcile O(cached objects)).
     owners: Mutex<OwnerIndex>,
+    /// The shard epoch its last full list started at (`u64::MAX` when sharding never changes
+    /// what it holds): see `Shard::caches_current`.
+    listed: AtomicU64,
 }
 
-/// owner uid → keys of the objects that may belong to it (by controller reference or by the
-/// host's tracking label, see `Cached::owner_uids`). Kept in step with the store by the watch
-/// task alone (each change is given the version it replaces), so a key is at most once in a list.
-#[derive(Default)]
-struct OwnerIndex {
-    by_owner: HashMap<Box<str>, Vec<ObjectKey>>,
-}
-
-impl OwnerIndex {
-    /// `new` replaced `old` in the store.
-    fn replaced(&mut self, old: Option<&Cached>, new: &Cached) {
-        if let Some(o) = old {
-            if o.owner_uids().eq(new.owner_uids()) {
-                return;
-            }
-            self.removed(o);
-        }
-        for uid in new.owner_uids() {
-            self.by_owner.entry(uid.into()).or_default().push(new.key().clone());
-        }
-    }
-
-    /// `old` left the store.
-    fn removed(&mut self, old: &Cached) {
-        for uid in old.owner_uids() {
-            if let Some(keys) = self.by_owner.get_mut(uid) {
-                if let Some(i) = keys.iter().position(|k| k == old.key()) {
-                    keys.swap_remove(i);
-                }
-                if keys.is_empty() {
-                    self.by_owner.remove(uid);
-                }
-            }
-        }
-    }
-
-    fn rebuild<'a>(&mut self, objects: impl Iterator<Item = &'a Cached>) {
-        *self = OwnerIndex::default();
-        for o in objects {
-            self.replaced(None, o);
-        }
-        self.by_owner.shrink_to_fit();
-    }
+/// This replica's shard as a watch sees it: what to keep, and the count of what it dropped.
+#[derive(Clone)]
+pub struct ShardFilter {
+    /// The shard.
+    pub shard: Arc<crate::shard::Shard>,
+    /// Objects the watch received outside it (never, when the API server filters).
+    pub outside: prometheus_client::metrics::counter::Counter,
 }
 
 /// What the watch of one kind reports to its controller.
@@ -94,30 +62,58 @@ pub enum WatchEvent {
 const STRIPPED_ANNOTATIONS: &[&str] = &["kubectl.kubernetes.io/last-applied-configuration"];
 
 impl KindCache {
-    /// Starts watching a kind (all namespaces, or one). Returns the cache and the event stream
-    /// that drives it: the stream must be polled for the store to fill. `managedFields` are
-    /// dropped, except the status entries of kwop's plugins (field managers `kwop-<plugin>`: the
-    /// applier of a plugin whose primary this kind is needs to know which status fields it set).
-    /// One cache serves every plugin of the host that declares the kind (see [`super::pool`]).
-    pub fn start(
-        client: Client,
-        resolved: Resolved,
-        namespace: Option<&str>,
-    ) -> (Arc<Self>, impl Stream<Item = WatchEvent> + Send + 'static) {
-        let ar = resolved.resource.clone();
-        let api: Api<DynamicObject> = match (namespace, resolved.namespaced) {
-            (Some(ns), true) => Api::namespaced_with(client, ns, &ar),
-            _ => Api::all_with(client, &ar),
-        };
-        let cache = Arc::new(KindCache {
+    /// An empty cache of a kind (filled by a [`KindCache::stream`]).
+    pub fn new(resolved: Resolved) -> Arc<Self> {
+        Arc::new(KindCache {
             resolved,
             store: Store::default(),
             synced: AtomicBool::new(false),
             healthy: AtomicBool::new(false),
             owners: Mutex::new(OwnerIndex::default()),
+            listed: AtomicU64::new(0),
+        })
+    }
+
+    /// The shard epoch its last full list started at.
+    pub fn listed(&self) -> u64 {
+        self.listed.load(Ordering::Acquire)
+    }
+
+    /// The watch that fills this cache (all namespaces, or one): a (re)list, then changes; it must
+    /// be polled for the store to fill. `managedFields` are dropped, except the status entries of
+    /// kwop's plugins (field managers `kwop-<plugin>`: the applier of a plugin whose primary this
+    /// kind is needs to know which status fields it set). One cache serves every plugin of the
+    /// host that declares the kind (see [`super::pool`]). With a `shard`, namespaced
+    /// objects outside the namespaces this replica holds are not kept (the API server may have
+    /// filtered them already: see `shard::filter`); a new stream after the holding changed
+    /// relists into the same store.
+    pub fn stream(
+        self: Arc<Self>,
+        client: Client,
+        namespace: Option<&str>,
+        shard: Option<ShardFilter>,
+    ) -> impl Stream<Item = WatchEvent> + Send + 'static {
+        let ar = self.resolved.resource.clone();
+        let api: Api<DynamicObject> = match (namespace, self.resolved.namespaced) {
+            (Some(ns), true) => Api::namespaced_with(client, ns, &ar),
+            _ => Api::all_with(client, &ar),
+        };
+        let namespaced = self.resolved.namespaced;
+        // The shard epoch this list starts at; never outdated for what resharding does not
+        // relist (cluster-scoped kinds with namespace sharding).
+        let epoch = match &shard {
+            Some(f) if namespaced || f.shard.by() == crate::shard::ShardBy::Uid => f.shard.epoch(),
+            _ => u64::MAX,
+        };
+        let keep = Arc::new(move |o: &DynamicObject| match &shard {
+            Some(f) if !f.shard.caches(namespaced, o.metadata.namespace.as_deref()) => {
+                f.outside.inc();
+                false
+            }
+            _ => true,
         });
         let types = TypeMeta { api_version: ar.api_version.clone(), kind: ar.kind.clone() };
-        let me = cache.clone();
+        let me = self;
         let stream = watcher(api, watcher::Config::default())
             .default_backoff()
             .modify(move |o: &mut DynamicObject| {
@@ -142,12 +138,14 @@ impl KindCache {
                 }
             })
             .filter_map(move |ev| {
-                let me = me.clone();
+                let (me, keep) = (me.clone(), keep.clone());
                 async move {
                     match ev {
                         Ok(ev) => {
                             me.healthy.store(true, Ordering::Relaxed);
                             match ev {
+                                watcher::Event::Apply(o) if !keep(&o) => None,
+                                watcher::Event::InitApply(o) if !keep(&o) => None,
                                 watcher::Event::Apply(o) => {
                                     let o = Arc::new(Cached::new(o));
                                     let old = me.store.apply(o.clone());
@@ -177,6 +175,7 @@ impl KindCache {
                                     // The store was replaced wholesale: objects deleted while the
                                     // watch was down are gone from it, so rebuild the index too.
                                     me.store.relist_done();
+                                    me.listed.store(epoch, Ordering::Release);
                                     let state = me.store.state();
                                     me.owners().rebuild(state.iter().map(|o| &**o));
                                     let first = !me.synced.swap(true, Ordering::Relaxed);
@@ -193,7 +192,7 @@ impl KindCache {
                     }
                 }
             });
-        (cache, stream)
+        stream
     }
 
     fn owners(&self) -> std::sync::MutexGuard<'_, OwnerIndex> {
@@ -221,6 +220,7 @@ impl KindCache {
             synced: AtomicBool::new(true),
             healthy: AtomicBool::new(true),
             owners: Mutex::new(OwnerIndex::default()),
+            listed: AtomicU64::new(u64::MAX),
         };
         for v in objects {
             match serde_json::from_value(v) {
@@ -258,6 +258,11 @@ impl Caches {
         self.kinds.values()
     }
 
+    /// The oldest shard epoch its caches listed at (see `Shard::caches_current`).
+    pub fn listed(&self) -> u64 {
+        self.kinds.values().map(|k| k.listed()).min().unwrap_or(u64::MAX)
+    }
+
     /// Every kind has been listed once and every watch is connected.
     pub fn ready(&self) -> bool {
         self.kinds.values().all(|k| k.synced.load(Ordering::Relaxed) && k.healthy.load(Ordering::Relaxed))
@@ -272,7 +277,7 @@ impl Caches {
         let Some(k) = self.kinds.get(gvk) else {
             return Vec::new();
         };
-        let keys: Vec<ObjectKey> = k.owners().by_owner.get(owner.uid).cloned().unwrap_or_default();
+        let keys: Vec<ObjectKey> = k.owners().of(owner.uid);
         let mut out: Vec<Arc<Cached>> = keys
             .iter()
             .filter_map(|key| k.store.get(key))
@@ -347,24 +352,6 @@ impl Caches {
 mod tests {
     use super::*;
 
-    fn obj(name: &str, owner: Option<&str>) -> Cached {
-        let mut v = serde_json::json!({ "apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": { "name": name, "namespace": "ns" } });
-        if let Some(uid) = owner {
-            v["metadata"]["ownerReferences"] = serde_json::json!([
-                { "apiVersion": "v1", "kind": "X", "name": "x", "uid": "other", "controller": false },
-                { "apiVersion": "v1", "kind": "Foo", "name": "f", "uid": uid, "controller": true }
-            ]);
-        }
-        Cached::new(serde_json::from_value(v).expect("object"))
-    }
-
-    fn owned(ix: &OwnerIndex, uid: &str) -> Vec<String> {
-        let mut v: Vec<String> = ix.by_owner.get(uid).into_iter().flatten().map(|k| k.name.clone()).collect();
-        v.sort();
-        v
-    }
-
     fn cache_of(objects: Vec<serde_json::Value>) -> Caches {
         let mut c = Caches::default();
         c.insert(KindCache::with_objects(Gvk::new("", "v1", "ConfigMap"), true, objects));
@@ -408,31 +395,5 @@ mod tests {
         assert_eq!(names(&cluster, false), ["ref-here", "ref-elsewhere"]);
         let tracked = c.kind(&gvk).and_then(|k| k.get(Some("b"), "tracked")).expect("cached");
         assert_eq!(tracked.tracked_owner(), Some("a/p"));
-    }
-
-    #[test]
-    fn the_owner_index_follows_changes_of_controller_and_deletions() {
-        let mut ix = OwnerIndex::default();
-        let (a, b, c) = (obj("a", Some("u1")), obj("b", Some("u1")), obj("c", None));
-        for o in [&a, &b, &c] {
-            ix.replaced(None, o);
-        }
-        assert_eq!(owned(&ix, "u1"), ["a", "b"]);
-        assert!(!ix.by_owner.contains_key("other"), "only the controller reference counts");
-        // A change that keeps the controller changes nothing; b moves to another, then loses it.
-        ix.replaced(Some(&a), &obj("a", Some("u1")));
-        assert_eq!(owned(&ix, "u1"), ["a", "b"]);
-        let b2 = obj("b", Some("u2"));
-        ix.replaced(Some(&b), &b2);
-        assert_eq!((owned(&ix, "u1"), owned(&ix, "u2")), (vec!["a".to_string()], vec!["b".to_string()]));
-        ix.replaced(Some(&b2), &obj("b", None));
-        assert!(!ix.by_owner.contains_key("u2"));
-        ix.removed(&a);
-        assert!(ix.by_owner.is_empty());
-        // A relist replaces everything.
-        let world = [obj("d", Some("u3"))];
-        ix.rebuild(world.iter());
-        assert_eq!(owned(&ix, "u3"), ["d"]);
-        assert_eq!(ix.by_owner.len(), 1);
     }
 }

@@ -7,6 +7,7 @@
 pub mod caches;
 pub mod discovery;
 pub mod object;
+mod owners;
 pub mod pool;
 pub mod selector;
 

@@ -15,9 +15,11 @@
 //! `reflect_shared`, dispatches applied objects only, not deletions or relist boundaries, and
 //! applies back-pressure across subscribers; this is why it is not used).
 
-use super::caches::{KindCache, WatchEvent};
+use super::caches::{KindCache, ShardFilter, WatchEvent};
 use super::discovery::Resolved;
 use crate::kinds::Gvk;
+use crate::shard::filter::Namespaced;
+use crate::shard::{Shard, ShardBy};
 use crate::telemetry::metrics::Metrics;
 use futures::StreamExt;
 use kube::Client;
@@ -32,6 +34,9 @@ pub struct Pool {
     namespace: Option<String>,
     metrics: Arc<Metrics>,
     kinds: Mutex<HashMap<Gvk, Weak<Entry>>>,
+    /// This replica's shard: namespaced objects of namespaces it does not hold are not cached;
+    /// the registry tells the client's shard selector which collections are namespaced.
+    shard: Option<(Arc<Shard>, Arc<Namespaced>)>,
 }
 
 /// One shared cache and its subscribers; its watch runs while a [`Subscription`] holds it.
@@ -40,6 +45,8 @@ struct Entry {
     subscribers: Arc<Mutex<Vec<Subscriber>>>,
     stop: CancellationToken,
     metrics: Arc<Metrics>,
+    /// The running watch (replaced when the shard's holding changes).
+    current: Mutex<Option<CancellationToken>>,
 }
 
 struct Subscriber {
@@ -98,7 +105,41 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 impl Pool {
     /// A pool watching all namespaces, or one.
     pub fn new(client: Client, namespace: Option<String>, metrics: Arc<Metrics>) -> Self {
-        Pool { client, namespace, metrics, kinds: Mutex::new(HashMap::new()) }
+        Pool { client, namespace, metrics, kinds: Mutex::new(HashMap::new()), shard: None }
+    }
+
+    /// The same pool for one replica of a sharded host: with namespace sharding, caching only
+    /// the namespaces `shard` holds, and registering namespaced kinds in `namespaced` (for the
+    /// client's shard selector, `shard::filter`).
+    pub fn sharded(mut self, shard: Arc<Shard>, namespaced: Arc<Namespaced>) -> Self {
+        self.shard = Some((shard, namespaced));
+        self
+    }
+
+    /// Restarts watches (a relist into the same stores) after the shard's holding changed: with
+    /// namespace sharding, those of namespaced kinds (other namespaces are to be cached, and
+    /// server-side, listed); with uid sharding, all of them when the holding `grew` (what was
+    /// taken over is reconciled from a list read after the handover, see
+    /// `Shard::caches_current`).
+    pub fn reshard(&self, grew: bool) {
+        let Some((shard, _)) = &self.shard else { return };
+        let by = shard.by();
+        let entries: Vec<Arc<Entry>> = lock(&self.kinds).values().filter_map(Weak::upgrade).collect();
+        for e in entries {
+            let restart = match by {
+                ShardBy::Namespace => e.cache.resolved.namespaced,
+                ShardBy::Uid => grew,
+            };
+            if restart {
+                self.watch(&e);
+            }
+        }
+    }
+
+    /// Objects cached now, by kind.
+    pub fn counts(&self) -> std::collections::BTreeMap<String, usize> {
+        let entries: Vec<Arc<Entry>> = lock(&self.kinds).values().filter_map(Weak::upgrade).collect();
+        entries.iter().map(|e| (e.cache.resolved.gvk.to_string(), e.cache.store.len())).collect()
     }
 
     /// Holds a kind's cache without subscribing to its events, starting its watch if no plugin
@@ -141,17 +182,43 @@ impl Pool {
     }
 
     fn start(&self, resolved: Resolved) -> Arc<Entry> {
-        let gvk = resolved.gvk.clone();
-        let (cache, stream) = KindCache::start(self.client.clone(), resolved, self.namespace.as_deref());
-        let subscribers: Arc<Mutex<Vec<Subscriber>>> = Arc::default();
-        let stop = CancellationToken::new();
+        if let Some((shard, namespaced)) = &self.shard {
+            if resolved.namespaced {
+                namespaced.add(&resolved.resource.group, &resolved.resource.plural);
+            }
+            let mode = match (shard.by(), resolved.namespaced) {
+                (ShardBy::Namespace, true) if shard.server_side() => "sliced by the API server (shardSelector)",
+                (ShardBy::Namespace, true) => "sliced here (every object received, the others' dropped)",
+                _ => "whole (every replica caches all of it)",
+            };
+            tracing::info!(kind = %resolved.gvk, "sharded watch: {mode}");
+        }
         let entry = Arc::new(Entry {
-            cache: cache.clone(),
-            subscribers: subscribers.clone(),
-            stop: stop.clone(),
+            cache: KindCache::new(resolved),
+            subscribers: Arc::default(),
+            stop: CancellationToken::new(),
             metrics: self.metrics.clone(),
+            current: Mutex::new(None),
         });
-        let objects = self.metrics.cached_objects.get_or_create(&Metrics::kind(&gvk.to_string())).clone();
+        self.watch(&entry);
+        entry
+    }
+
+    /// Runs (or restarts) the watch feeding an entry's cache and its subscribers.
+    fn watch(&self, entry: &Arc<Entry>) {
+        let stop = entry.stop.child_token();
+        if let Some(old) = lock(&entry.current).replace(stop.clone()) {
+            old.cancel();
+        }
+        let (cache, subscribers) = (entry.cache.clone(), entry.subscribers.clone());
+        let gvk = cache.resolved.gvk.clone();
+        let kind = Metrics::kind(&gvk.to_string());
+        let filter = self.shard.as_ref().map(|(shard, _)| ShardFilter {
+            shard: shard.clone(),
+            outside: self.metrics.shard_outside.get_or_create(&kind).clone(),
+        });
+        let stream = cache.clone().stream(self.client.clone(), self.namespace.as_deref(), filter);
+        let objects = self.metrics.cached_objects.get_or_create(&kind).clone();
         tokio::spawn(async move {
             let mut stream = std::pin::pin!(stream);
             loop {
@@ -168,7 +235,6 @@ impl Pool {
             }
             tracing::debug!(kind = %gvk, "shared watch stopped");
         });
-        entry
     }
 }
 

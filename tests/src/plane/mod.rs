@@ -111,6 +111,11 @@ impl ControlPlane {
 
     /// A plane of its own (for tests that restart components). Stopped when dropped.
     pub fn start(mode: Mode) -> Result<ControlPlane> {
+        Self::start_with(mode, &[])
+    }
+
+    /// A plane of its own whose kube-apiserver gets `apiserver_flags` too (e.g. feature gates).
+    pub fn start_with(mode: Mode, apiserver_flags: &[&str]) -> Result<ControlPlane> {
         if let Ok(kc) = std::env::var("KWOP_TEST_KUBECONFIG") {
             let bin = binaries().unwrap_or_default();
             let p = ControlPlane {
@@ -189,7 +194,10 @@ impl ControlPlane {
                 format!("--audit-policy-file={}", crate::audit::policy(&dir)?.display()),
                 format!("--audit-log-path={}", dir.join("audit.log").display()),
                 "--audit-log-format=json".into(),
-            ],
+            ]
+            .into_iter()
+            .chain(apiserver_flags.iter().map(|f| f.to_string()))
+            .collect(),
         );
         p.start_proc("etcd")?;
         p.wait_etcd(etcd_port)?;

@@ -1,0 +1,45 @@
+//! What follows a change of this replica's holding: the pool relists (see `Pool::reshard`), and
+//! the metrics and `/plugins` say what it holds and caches.
+
+use super::Shard;
+use crate::telemetry::{Health, Metrics};
+use crate::watch::Pool;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// Runs until `stop`: on every change of the holding, relists; every second, reports.
+pub async fn run(
+    shard: Arc<Shard>,
+    pool: Arc<Pool>,
+    metrics: Arc<Metrics>,
+    health: Arc<Health>,
+    stop: CancellationToken,
+) {
+    let mut changed = shard.subscribe();
+    let mut held = shard.holding();
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            r = changed.changed() => {
+                if r.is_err() {
+                    return;
+                }
+                let now = shard.holding();
+                pool.reshard(!now.minus(&held).is_empty());
+                held = now;
+                report(&shard, &pool, &metrics, &health);
+            }
+            _ = tick.tick() => report(&shard, &pool, &metrics, &health),
+        }
+    }
+}
+
+fn report(shard: &Shard, pool: &Pool, metrics: &Metrics, health: &Health) {
+    metrics.shard_range_ppm.set(shard.holding().ppm() as i64);
+    metrics.shard_members.set(shard.members() as i64);
+    let mut status = shard.status();
+    status["cachedObjects"] = serde_json::json!(pool.counts());
+    health.set_shard(status);
+}
