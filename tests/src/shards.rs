@@ -27,7 +27,9 @@ pub type FooKey = (String, String);
 pub struct Ring<'a> {
     plane: &'a ControlPlane,
     bin: String,
-    plugins: PathBuf,
+    /// A plugin folder, or `None`: the cluster's ReconcilerPlugins.
+    plugins: Option<PathBuf>,
+    kubeconfig: PathBuf,
     flags: Vec<String>,
     /// Running replicas by name (the name is the POD_NAME each runs with; its user agent carries
     /// `(<name>_`).
@@ -38,21 +40,37 @@ impl<'a> Ring<'a> {
     /// A ring of `bin` replicas running the plugins in `plugins` with `flags` (sharding flags
     /// included).
     pub fn new(plane: &'a ControlPlane, bin: &str, plugins: &Path, flags: Vec<String>) -> Self {
-        Ring { plane, bin: bin.to_string(), plugins: plugins.to_path_buf(), flags, hosts: BTreeMap::new() }
+        Ring {
+            plane,
+            bin: bin.to_string(),
+            plugins: Some(plugins.to_path_buf()),
+            kubeconfig: plane.kubeconfig.clone(),
+            flags,
+            hosts: BTreeMap::new(),
+        }
+    }
+
+    /// A ring of replicas running the cluster's ReconcilerPlugins as `kubeconfig` (e.g. the
+    /// install's service account).
+    pub fn reconciler_plugins(plane: &'a ControlPlane, bin: &str, kubeconfig: &Path, flags: Vec<String>) -> Self {
+        Ring {
+            plane,
+            bin: bin.to_string(),
+            plugins: None,
+            kubeconfig: kubeconfig.to_path_buf(),
+            flags,
+            hosts: BTreeMap::new(),
+        }
     }
 
     /// Starts a replica named `name` and waits until it is ready.
     pub fn add(&mut self, name: &str) -> Result<()> {
         let flags: Vec<&str> = self.flags.iter().map(String::as_str).collect();
-        let host = Host::start_with_env(
-            &self.bin,
-            self.plane,
-            &self.plane.kubeconfig,
-            &self.plugins,
-            &flags,
-            &[("POD_NAME", name)],
-            true,
-        )
+        let env = [("POD_NAME", name)];
+        let host = match &self.plugins {
+            Some(dir) => Host::start_with_env(&self.bin, self.plane, &self.kubeconfig, dir, &flags, &env, true),
+            None => Host::start_reconciler_plugins(&self.bin, self.plane, &self.kubeconfig, &flags, &env, true),
+        }
         .with_context(|| format!("starting replica {name}"))?;
         self.hosts.insert(name.to_string(), host);
         Ok(())

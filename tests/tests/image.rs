@@ -139,7 +139,7 @@ async fn the_image_runs_as_its_user_with_only_its_files_and_reconciles_with_the_
     assert_eq!(pinned["newTag"].as_str(), Some(version), "deploy/ must pin the image version scripts/image tags");
     let ref_name = img.index.manifests[0].annotations.get("org.opencontainers.image.ref.name");
     assert_eq!(ref_name.map(String::as_str), Some(version));
-    let deployment = yaml("deploy/deployment.yaml")?;
+    let deployment = yaml("deploy/base/deployment.yaml")?;
     let pod = &deployment["spec"]["template"]["spec"];
     assert_eq!(pod["securityContext"]["runAsUser"], 65532);
     assert_eq!(pod["securityContext"]["runAsGroup"], 65532);

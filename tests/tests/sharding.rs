@@ -6,6 +6,8 @@
 //! comes from the API server's audit log (the user agent carries each replica's name), and no
 //! Foo is ever written by two replicas: no generation's status twice, no writer coming back.
 
+mod common;
+
 use kwop_tests::shards::{self, FooKey, Ring};
 use kwop_tests::{plugins, ControlPlane, Mode};
 use std::collections::{BTreeMap, BTreeSet};
@@ -310,4 +312,102 @@ async fn a_rolling_restart_under_load_writes_nothing_twice_gate_on() -> anyhow::
 #[tokio::test(flavor = "multi_thread")]
 async fn a_rolling_restart_under_load_writes_nothing_twice_gate_off() -> anyhow::Result<()> {
     rolling_restart(false).await
+}
+
+/// The sharded install (`deploy/sharded/`): its service account is enough for sharding, every
+/// replica runs the cluster's ReconcilerPlugins and takes a hot swap, and the leader alone writes
+/// their status.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_sharded_install_runs_reconciler_plugins_on_every_replica_with_one_status_writer() -> anyhow::Result<()> {
+    let _one = SERIAL.lock().await;
+    let mut w = world(true, "namespace").await?;
+    let tree = common::deploy_tree()?;
+    let sharded = tree.join("sharded").display().to_string();
+    w.plane.kubectl_output(&["apply", "--server-side", "--force-conflicts", "-k", &sharded])?;
+    w.plane.kubectl_output(&[
+        "wait",
+        "--for=condition=established",
+        "--timeout=60s",
+        "crd/reconcilerplugins.kwop.dev",
+    ])?;
+    let example = kwop_tests::repo_root().join("deploy/plugins/guest-foo.yaml").display().to_string();
+    w.plane.kubectl_output(&["apply", "--server-side", "-f", &example])?;
+    let d: serde_json::Value = serde_json::from_str(&w.plane.kubectl_output(&[
+        "get",
+        "-n",
+        "kwop-system",
+        "deployment/kwop",
+        "-o",
+        "json",
+    ])?)?;
+    assert_eq!(d["spec"]["replicas"], 3);
+    let args = d["spec"]["template"]["spec"]["containers"][0]["args"].clone();
+    assert!(args.as_array().is_some_and(|a| a.iter().any(|x| x == "--sharding=namespace")), "{args}");
+
+    // Two replicas with nothing but the install's service account.
+    let token = w.plane.kubectl_output(&["create", "token", "kwop", "-n", "kwop-system", "--duration=1h"])?;
+    let kc = w.plane.kubeconfig_with_token(token.trim(), "kwop-sa.kubeconfig")?;
+    let mut flags = w.flags.clone();
+    flags.retain(|f| !f.starts_with("--leader-election-namespace"));
+    flags.push("--leader-election-namespace=kwop-system".into());
+    let mut ring = Ring::reconciler_plugins(&w.plane, KWOP, &kc, flags);
+    for r in ["p", "q"] {
+        ring.add(r)?;
+    }
+    ring.settled(Duration::from_secs(30)).await?;
+    w.foos = shards::create_foos(&w.client, &w.namespaces[..12], PER_NAMESPACE).await?;
+    shards::converged(&w.client, &w.foos, Duration::from_secs(90)).await?;
+
+    // Hot swap: the ReconcilerPlugin now names v2 (which annotates its Deployments).
+    let v2 = format!("guest-foo.wasm={}", plugins::GUEST_FOO_V2);
+    w.plane.kubectl_output(&[
+        "create",
+        "configmap",
+        "-n",
+        "kwop-system",
+        "kwop-plugins-v2",
+        &format!("--from-file={v2}"),
+    ])?;
+    let patch = r#"{"spec":{"source":{"configMap":{"name":"kwop-plugins-v2","key":"guest-foo.wasm"}}}}"#;
+    w.plane.kubectl_output(&["patch", "reconcilerplugin", "guest-foo", "--type=merge", "-p", patch])?;
+    let deps: kube::Api<k8s_openapi::api::apps::v1::Deployment> = kube::Api::all(w.client.clone());
+    kwop_tests::wait::until("every replica on v2, every Deployment by v2", Duration::from_secs(90), || async {
+        let on_v2 = ring.hosts.values().all(|h| {
+            common::plugins_json(h.port)
+                .is_ok_and(|p| p["plugins"].as_array().into_iter().flatten().any(|x| x["version"] == "0.1.0-v2"))
+        });
+        let list = deps.list(&Default::default()).await.map_err(|e| e.to_string())?;
+        let annotated = list
+            .items
+            .iter()
+            .filter(|d| d.metadata.namespace.as_deref().is_some_and(|n| n.starts_with("shard-")))
+            .filter(|d| {
+                d.metadata.annotations.as_ref().and_then(|a| a.get("samplecontroller.k8s.io/reconciled-by"))
+                    == Some(&"guest-foo-v2".to_string())
+            })
+            .count();
+        Ok((on_v2 && annotated == w.foos.len()).then_some(()))
+    })
+    .await?;
+    assert_no_double_writes(&w, "a hot swap of a ReconcilerPlugin on two replicas");
+
+    // Both reconciled their part; one wrote the ReconcilerPlugin's status.
+    let audit = kwop_tests::audit::writes(&w.plane.dir, "kwop/");
+    let status_writers: BTreeSet<String> = audit
+        .iter()
+        .filter(|x| x.resource == "reconcilerplugins" && x.subresource == "status")
+        .filter_map(|x| x.user_agent.split_once('(').map(|(_, r)| r.chars().take(2).collect()))
+        .collect();
+    assert_eq!(status_writers.len(), 1, "ReconcilerPlugin status by the leader alone: {status_writers:?}");
+    let foo_writers: BTreeSet<String> = w.audit().by_foo.values().flatten().map(|(r, _)| r.clone()).collect();
+    assert_eq!(foo_writers, BTreeSet::from(["p".to_string(), "q".to_string()]));
+    assert!(!audit.iter().any(|x| x.code == 403), "nothing forbidden to the service account");
+
+    // Leaving: its member Lease goes too (the Role of deploy/sharded allows the delete).
+    let log = ring.stop("q", Duration::from_secs(10));
+    assert!(log.contains("left the shard ring"), "{log}");
+    let leases = w.plane.kubectl_output(&["get", "lease", "-n", "kwop-system", "-o", "name"])?;
+    assert!(!leases.contains("kwop-shard.kwop.q-"), "{leases}");
+    assert!(leases.contains("kwop-shard.kwop.p-"), "{leases}");
+    Ok(())
 }

@@ -207,21 +207,26 @@ pub async fn deployment_gone(client: &Client, ns: &str, name: &str, what: &str) 
     .await
 }
 
-/// A copy of deploy/ and crds/ with the guest-foo component in place, as `scripts/build-plugins`
+/// A copy of deploy/ (with its sharded overlay) and crds/ with the guest-foo component in place, as `scripts/build-plugins`
 /// would leave it.
 pub fn deploy_tree() -> anyhow::Result<PathBuf> {
     let root = std::env::temp_dir().join("kwop-test").join(format!("{}-deploy", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
-    for sub in ["deploy", "deploy/plugins", "crds"] {
-        std::fs::create_dir_all(root.join(sub))?;
-    }
-    for sub in ["deploy", "crds"] {
-        for e in std::fs::read_dir(kwop_tests::repo_root().join(sub))? {
+    fn copy(from: &Path, to: &Path) -> anyhow::Result<()> {
+        std::fs::create_dir_all(to)?;
+        for e in std::fs::read_dir(from)? {
             let p = e?.path();
-            if p.is_file() {
-                std::fs::copy(&p, root.join(sub).join(p.file_name().unwrap_or_default()))?;
+            let dest = to.join(p.file_name().unwrap_or_default());
+            if p.is_dir() {
+                copy(&p, &dest)?;
+            } else if p.extension().is_none_or(|x| x != "wasm") {
+                std::fs::copy(&p, dest)?;
             }
         }
+        Ok(())
+    }
+    for sub in ["deploy", "crds"] {
+        copy(&kwop_tests::repo_root().join(sub), &root.join(sub))?;
     }
     std::fs::copy(kwop_tests::plugins::GUEST_FOO, root.join("deploy/plugins/guest-foo.wasm"))?;
     Ok(root.join("deploy"))
