@@ -150,7 +150,8 @@ pub fn namespaces(plane: &ControlPlane, prefix: &str, n: usize) -> Result<Vec<St
 pub async fn create_foos(client: &Client, namespaces: &[String], per: usize) -> Result<Vec<FooKey>> {
     let keys: Vec<FooKey> =
         namespaces.iter().flat_map(|ns| (0..per).map(move |i| (ns.clone(), format!("f{i}")))).collect();
-    futures::stream::iter(keys.clone().into_iter().map(|(ns, name)| {
+    let client = client.clone();
+    futures::stream::iter(keys.clone().into_iter().map(move |(ns, name)| {
         let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns, &foo_resource());
         async move {
             let o: DynamicObject = serde_json::from_value(json!({

@@ -76,6 +76,7 @@ async fn every_benchmark_runs_at_a_tiny_scale() -> anyhow::Result<()> {
     // the glibc release build with the image's static musl binary).
     let other = bench::builds::parse_build(&format!("same binary={KWOP}"))?;
     let builds = spawn(&cfg, move |c| async move { bench::builds::compare(&c, "debug", &[other]).await });
+    let shards = spawn(&cfg, |c| async move { bench::shards::shards(&c).await });
     let mut r = Results {
         date: "smoke".into(),
         command: "bench_smoke".into(),
@@ -90,6 +91,7 @@ async fn every_benchmark_runs_at_a_tiny_scale() -> anyhow::Result<()> {
     r.many = Some(many.await??);
     r.hotswap = Some(hotswap.await??);
     r.builds = Some(builds.await??);
+    r.shards = Some(shards.await??);
 
     // 2. Convergence: one run per driver, each positive.
     for d in [Driver::Floor, Driver::FloorSsa, Driver::Kwop, Driver::SampleController] {
@@ -137,11 +139,21 @@ async fn every_benchmark_runs_at_a_tiny_scale() -> anyhow::Result<()> {
         assert!(run.us_per_reconcile() > 0.0 && run.steady_writes == 0.0, "{run:?}");
     }
     assert!(bench::builds::parse_build("no-equals-sign").is_err());
+    // 9. Sharding: the singleton and 1-3 replicas; the API server sliced each replica's watch,
+    // whose caches together hold every Foo once.
+    let s = r.shards.as_ref().expect("shards");
+    assert_eq!(s.rows.iter().map(|x| x.replicas).collect::<Vec<_>>(), [0, 1, 2, 3]);
+    assert!(s.server_side, "{s:?}");
+    for row in &s.rows {
+        assert_eq!(row.change_cpu_s.len(), row.replicas.max(1), "{row:?}");
+        assert_eq!(row.cached_foos.iter().sum::<u64>(), s.foos as u64, "every Foo cached once: {row:?}");
+        assert!(row.change_cpu_s.iter().all(|c| *c > 0.0) && row.rss.iter().all(|m| *m > 0), "{row:?}");
+    }
     assert!(bench::builds::parse_build("x=/nonexistent/kwop").is_err());
 
     // The report renders every section and the plot.
     let md = report::markdown(&r, Some("plot.svg"));
-    for section in ["### 2.", "### 3.", "### 4.", "### 5.", "### 6.", "### 7.", "### 8."] {
+    for section in ["### 2.", "### 3.", "### 4.", "### 5.", "### 6.", "### 7.", "### 8.", "### 9."] {
         assert!(md.contains(section), "missing {section} in\n{md}");
     }
     let svg = report::plot(&r);

@@ -2,7 +2,7 @@
 //! on the same local control plane, plus the WASM-vs-native call cost.
 //!
 //! - [`scenarios`] runs each measurement (convergence, steady-state writes, memory, many plugins,
-//!   hot swap) and returns plain numbers; [`Results`] holds them all. [`builds`] compares builds
+//!   hot swap; [`shards`]: sharding across replicas) and returns plain numbers; [`Results`] holds them all. [`builds`] compares builds
 //!   of kwop (glibc, static musl) with the same scenarios.
 //! - [`report`] turns [`Results`] into the Markdown tables of `BENCHMARKS.md` and an SVG plot.
 //! - `kwop-bench` (src/bin/kwop_bench.rs) drives a full or quick run; `scripts/bench` is the one
@@ -17,6 +17,7 @@ pub mod goals;
 pub mod proc_stats;
 pub mod report;
 pub mod scenarios;
+pub mod shards;
 pub mod stats;
 pub mod svg;
 pub mod swaps;
@@ -67,6 +68,12 @@ pub struct Config {
     /// Convergence: leave sample-controller out (what-if runs of kwop against the floor).
     #[serde(default)]
     pub no_sample_controller: bool,
+    /// Sharding: Foos.
+    #[serde(default)]
+    pub shard_foos: usize,
+    /// Sharding: namespaces they are spread over.
+    #[serde(default)]
+    pub shard_namespaces: usize,
 }
 
 impl Config {
@@ -91,6 +98,8 @@ impl Config {
             settle_ms: 3000,
             only: vec![],
             no_sample_controller: false,
+            shard_foos: 3000,
+            shard_namespaces: 60,
         }
     }
 
@@ -107,6 +116,8 @@ impl Config {
             many_foos: 5,
             swaps_warm: 10,
             swaps_cold: 2,
+            shard_foos: 600,
+            shard_namespaces: 30,
             ..Config::full(kwop, work)
         }
     }
@@ -128,6 +139,8 @@ impl Config {
             swaps_cold: 1,
             samples: 1,
             settle_ms: 500,
+            shard_foos: 30,
+            shard_namespaces: 10,
             ..Config::full(kwop, work)
         }
     }
@@ -355,6 +368,9 @@ pub struct Results {
     /// 8. Builds of kwop side by side (glibc vs the image's static musl binary).
     #[serde(default)]
     pub builds: Option<builds::BuildsRun>,
+    /// 9. Sharding: per replica, 1 to 3 replicas against the unsharded singleton.
+    #[serde(default)]
+    pub shards: Option<shards::ShardsRun>,
 }
 
 /// The cargo target folder the tests crate was built in (where the test plugins are).

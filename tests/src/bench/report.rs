@@ -388,6 +388,9 @@ pub fn markdown(r: &Results, svg_name: Option<&str>) -> String {
     if let Some(b) = &r.builds {
         o.push_str(&super::builds::markdown(b));
     }
+    if let Some(s) = &r.shards {
+        o.push_str(&super::shards::markdown(s));
+    }
 
     let _ = writeln!(o, "{END}");
     o
