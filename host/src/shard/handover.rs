@@ -13,8 +13,14 @@
 //! - A member takes a range only if, in the assignment it swaps, no live member holds it. A
 //!   member is gone when its Lease has not changed for a lease duration, as observed on the
 //!   taker's own clock — longer than the renew deadline after which the gone member stopped.
+//! - A member whose Lease lapsed (renewed again after the deadline: a new term of its Lease)
+//!   holds nothing and writes nothing until it has read the assignment again in the new term:
+//!   while it was out, the others may have judged it gone and taken its ranges.
+//! - A member that takes a range relists its caches before reconciling there: the list is read
+//!   after its assignment write, so after every write of the previous holder.
 //!
-//! So between any two holders of a range there is a written assignment in which neither holds it.
+//! So between any two holders of a range there is a written assignment in which neither holds it,
+//! and the second starts from what the first wrote.
 
 use super::ring::Ranges;
 use std::collections::{BTreeMap, BTreeSet};
