@@ -58,18 +58,6 @@ async fn label_ns(client: &Client, ns: &str, label: &str, on: bool) -> anyhow::R
     Ok(())
 }
 
-async fn cm_where(
-    client: &Client,
-    ns: &str,
-    name: &str,
-    what: &str,
-    pred: impl Fn(&ConfigMap) -> bool,
-) -> anyhow::Result<ConfigMap> {
-    let api: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
-    let show = |c: &ConfigMap| format!("data {:?} labels {:?}", c.data, c.metadata.labels);
-    object_where(&api, name, &format!("{what} in {ns}"), pred, show).await
-}
-
 async fn gone<K>(api: &Api<K>, name: &str, what: &str) -> anyhow::Result<()>
 where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
@@ -158,7 +146,7 @@ async fn a_configmap_is_kept_in_every_selected_namespace_and_cleaned_up_on_delet
 
     // Copies in the labelled namespaces, none elsewhere; the ConfigSync carries the finalizer.
     for t in [&t1, &t2] {
-        let c = cm_where(&client, t, "settings", "a copy", |c| data_is(c, "1")).await?;
+        let c = configmap_where(&client, t, "settings", "a copy", |c| data_is(c, "1")).await?;
         let labels = c.metadata.labels.unwrap_or_default();
         assert_eq!(labels.get("kwop.dev/plugin").map(String::as_str), Some("config-sync"));
     }
@@ -173,7 +161,7 @@ async fn a_configmap_is_kept_in_every_selected_namespace_and_cleaned_up_on_delet
 
     // A namespace labelled later gets its copy; one whose label goes loses it.
     label_ns(&client, &t3, &label, true).await?;
-    cm_where(&client, &t3, "settings", "a copy after labelling", |c| data_is(c, "1")).await?;
+    configmap_where(&client, &t3, "settings", "a copy after labelling", |c| data_is(c, "1")).await?;
     label_ns(&client, &t1, &label, false).await?;
     gone(&Api::<ConfigMap>::namespaced(client.clone(), &t1), "settings", "the copy in the unlabelled namespace")
         .await?;
@@ -183,12 +171,12 @@ async fn a_configmap_is_kept_in_every_selected_namespace_and_cleaned_up_on_delet
     Api::<ConfigMap>::namespaced(client.clone(), &t2)
         .patch("settings", &pp, &Patch::Merge(json!({ "data": { "setting": "edited" } })))
         .await?;
-    cm_where(&client, &t2, "settings", "the hand edit undone", |c| data_is(c, "1")).await?;
+    configmap_where(&client, &t2, "settings", "the hand edit undone", |c| data_is(c, "1")).await?;
     Api::<ConfigMap>::namespaced(client.clone(), &src)
         .patch("settings", &PatchParams::default(), &Patch::Merge(json!({ "data": { "setting": "2" } })))
         .await?;
     for t in [&t2, &t3] {
-        cm_where(&client, t, "settings", "the source's new data", |c| data_is(c, "2")).await?;
+        configmap_where(&client, t, "settings", "the source's new data", |c| data_is(c, "2")).await?;
     }
 
     // Someone else's ConfigMap is never overwritten: a condition and an event say so.
@@ -326,7 +314,7 @@ async fn as_a_reconciler_plugin_its_grants_bound_where_copies_go() -> anyhow::Re
     rp::status_where(&client, &rp, "Ready", WITHIN, rp::ready).await?;
     let name = format!("rp-sync-{src}");
     create_sync(&client, &name, "ConfigMap", &src, "settings", &label).await?;
-    cm_where(&client, &t1, "settings", "the copy where granted", |c| data_is(c, "1")).await?;
+    configmap_where(&client, &t1, "settings", "the copy where granted", |c| data_is(c, "1")).await?;
     sync_status_where(&client, &name, "synced 1", |s| s["synced"] == 1).await?;
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert!(

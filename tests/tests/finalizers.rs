@@ -66,18 +66,6 @@ fn finalizers(o: &DynamicObject) -> Vec<String> {
     o.metadata.finalizers.clone().unwrap_or_default()
 }
 
-/// Waits for a copy `name` in `ns` matching `pred`.
-async fn copy_where(
-    client: &Client,
-    ns: &str,
-    name: &str,
-    what: &str,
-    pred: impl Fn(&ConfigMap) -> bool,
-) -> anyhow::Result<ConfigMap> {
-    let api: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
-    object_where(&api, name, what, pred, |c| format!("labels {:?} data {:?}", c.metadata.labels, c.data)).await
-}
-
 async fn copy_gone(client: &Client, ns: &str, name: &str, what: &str) -> anyhow::Result<()> {
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
     wait::until(what, WITHIN, || async {
@@ -108,7 +96,7 @@ async fn the_finalizer_is_on_before_the_first_write_and_off_after_finalize() -> 
     let uid = fin.metadata.uid.clone().unwrap_or_default();
     // Copies in both other namespaces, tracked by the host's labels (no owner reference).
     for ns in [&s.b, &s.c] {
-        let copy = copy_where(&s.client, ns, "f1", "a tracked copy", |c| {
+        let copy = configmap_where(&s.client, ns, "f1", "a tracked copy", |c| {
             c.metadata.labels.as_ref().and_then(|l| l.get("kwop.dev/owner-uid")) == Some(&uid)
         })
         .await?;
@@ -135,7 +123,7 @@ async fn the_finalizer_is_on_before_the_first_write_and_off_after_finalize() -> 
     let copies_b: Api<ConfigMap> = Api::namespaced(s.client.clone(), &s.b);
     let pp = PatchParams { field_manager: Some("kubectl-edit".into()), ..PatchParams::default() };
     copies_b.patch("f1", &pp, &Patch::Merge(json!({ "data": { "from": "someone" } }))).await?;
-    copy_where(&s.client, &s.b, "f1", "the hand edit undone", |c| {
+    configmap_where(&s.client, &s.b, "f1", "the hand edit undone", |c| {
         c.data.as_ref().and_then(|d| d.get("from")).map(String::as_str) == Some("f1")
     })
     .await?;
@@ -167,7 +155,7 @@ async fn finalize_completes_once_per_deletion_woken_by_its_own_deletions() -> an
         create_fin(&s.client, &s.ns, n, json!({ "elsewhere": [s.b], "finalize": "slow" })).await?;
     }
     for n in &names {
-        copy_where(&s.client, &s.b, n, "a copy", |_| true).await?;
+        configmap_where(&s.client, &s.b, n, "a copy", |_| true).await?;
     }
     for n in &names {
         fins(&s.client, &s.ns).delete(n, &DeleteParams::default()).await?;
@@ -197,7 +185,7 @@ async fn a_failing_finalize_is_visible_and_the_deletion_waits_until_it_is_fixed(
     create_fin(&s.client, &s.ns, "fails", json!({ "elsewhere": [s.b], "finalize": "fail" })).await?;
     create_fin(&s.client, &s.ns, "traps", json!({ "elsewhere": [s.b], "finalize": "trap" })).await?;
     for n in ["fails", "traps"] {
-        copy_where(&s.client, &s.b, n, "a copy", |_| true).await?;
+        configmap_where(&s.client, &s.b, n, "a copy", |_| true).await?;
         fins(&s.client, &s.ns).delete(n, &DeleteParams::default()).await?;
     }
     // Visible: a Warning event, the condition Finalized=False with the reason, the metric.
@@ -275,7 +263,7 @@ async fn finalize_cannot_delete_what_is_not_its_own() -> anyhow::Result<()> {
         .await?;
     create_fin(&s.client, &s.ns, "wider", json!({ "elsewhere": [s.b], "finalize": "undeclared" })).await?;
     for n in ["grabby", "wider"] {
-        copy_where(&s.client, &s.b, n, "a copy", |_| true).await?;
+        configmap_where(&s.client, &s.b, n, "a copy", |_| true).await?;
         fins(&s.client, &s.ns).delete(n, &DeleteParams::default()).await?;
     }
     let e = event_with_reason(&s.client, &s.ns, "grabby", "FinalizeFailed").await?;
@@ -328,7 +316,7 @@ async fn guest_foo_0_1_runs_unchanged_beside_a_0_2_plugin() -> anyhow::Result<()
     let foo = foo_status_where(&client, &ns, "old", "guest-foo 0.1's status", |s| s["availableReplicas"] == 0).await?;
     assert!(foo.data["status"].get("conditions").is_none(), "0.1 guest-foo reports no conditions");
     assert!(finalizers(&foo).is_empty(), "a 0.1 plugin never finalizes");
-    copy_where(&client, &b, "new", "the 0.2 plugin's copy", |_| true).await?;
+    configmap_where(&client, &b, "new", "the 0.2 plugin's copy", |_| true).await?;
     fins(&client, &ns).delete("new", &DeleteParams::default()).await?;
     fin_gone(&client, &ns, "new").await?;
     Ok(())

@@ -28,7 +28,6 @@ struct World {
     plane: ControlPlane,
     client: kube::Client,
     namespaces: Vec<String>,
-    foos: Vec<FooKey>,
     dir: std::path::PathBuf,
     flags: Vec<String>,
 }
@@ -47,7 +46,7 @@ async fn world(gate: bool, by: &str) -> anyhow::Result<World> {
         format!("--leader-retry-period={}s", RETRY.as_secs()),
         "--shutdown-grace=5s".into(),
     ];
-    Ok(World { plane, client, namespaces, foos: Vec::new(), dir, flags })
+    Ok(World { plane, client, namespaces, dir, flags })
 }
 
 impl World {
@@ -87,9 +86,21 @@ impl Load {
     }
 }
 
-fn assert_no_double_writes(w: &World, what: &str) {
+/// Three replicas, settled, then every Foo created and converged.
+async fn three_in_sync(w: &World) -> anyhow::Result<(Ring<'_>, Vec<FooKey>)> {
+    let mut ring = Ring::new(&w.plane, KWOP, &w.dir, w.flags.clone());
+    for r in ["a", "b", "c"] {
+        ring.add(r)?;
+    }
+    ring.settled(Duration::from_secs(30)).await?;
+    let foos = shards::create_foos(&w.client, &w.namespaces, PER_NAMESPACE).await?;
+    shards::converged(&w.client, &foos, Duration::from_secs(90)).await?;
+    Ok((ring, foos))
+}
+
+fn assert_no_double_writes(w: &World, foos: &[FooKey], what: &str) {
     let d = shards::double_writes(&w.audit());
-    assert!(d.checked >= w.foos.len(), "{what}: the audit log shows the generation of every status write: {d:?}");
+    assert!(d.checked >= foos.len(), "{what}: the audit log shows the generation of every status write: {d:?}");
     assert!(d.is_empty(), "{what}: Foos written by two replicas: {d:#?}");
 }
 
@@ -103,29 +114,23 @@ async fn the_double_write_check_sees_two_replicas_that_do_not_shard() -> anyhow:
     for r in ["x", "y"] {
         ring.add(r)?;
     }
-    w.foos = shards::create_foos(&w.client, &w.namespaces[..6], PER_NAMESPACE).await?;
-    shards::converged(&w.client, &w.foos, Duration::from_secs(60)).await?;
-    for k in &w.foos {
+    let foos = shards::create_foos(&w.client, &w.namespaces[..6], PER_NAMESPACE).await?;
+    shards::converged(&w.client, &foos, Duration::from_secs(60)).await?;
+    for k in &foos {
         shards::set_replicas(&w.client, k, 3).await?;
     }
-    shards::converged(&w.client, &w.foos, Duration::from_secs(60)).await?;
+    shards::converged(&w.client, &foos, Duration::from_secs(60)).await?;
     tokio::time::sleep(Duration::from_secs(1)).await;
     let d = shards::double_writes(&w.audit());
-    assert!(d.checked >= w.foos.len(), "{d:?}");
+    assert!(d.checked >= foos.len(), "{d:?}");
     assert!(!d.generations.is_empty() || !d.without_handover.is_empty(), "two unsharded writers went unseen: {d:?}");
     Ok(())
 }
 
 async fn three_share_the_foos(gate: bool, by: &str) -> anyhow::Result<()> {
     let _one = SERIAL.lock().await;
-    let mut w = world(gate, by).await?;
-    let mut ring = Ring::new(&w.plane, KWOP, &w.dir, w.flags.clone());
-    for r in ["a", "b", "c"] {
-        ring.add(r)?;
-    }
-    ring.settled(Duration::from_secs(30)).await?;
-    w.foos = shards::create_foos(&w.client, &w.namespaces, PER_NAMESPACE).await?;
-    shards::converged(&w.client, &w.foos, Duration::from_secs(90)).await?;
+    let w = world(gate, by).await?;
+    let (ring, foos) = three_in_sync(&w).await?;
 
     // Each wrote only its own Foos, and never one another wrote.
     let audit = w.audit().by_foo;
@@ -137,7 +142,7 @@ async fn three_share_the_foos(gate: bool, by: &str) -> anyhow::Result<()> {
             *per.entry(r.clone()).or_default() += 1;
         }
     }
-    assert_eq!(audit.len(), w.foos.len(), "every Foo written");
+    assert_eq!(audit.len(), foos.len(), "every Foo written");
     let mut counts: Vec<usize> = per.values().copied().collect();
     counts.sort();
     eprintln!("Foos per replica: {per:?}");
@@ -148,9 +153,9 @@ async fn three_share_the_foos(gate: bool, by: &str) -> anyhow::Result<()> {
         assert!(counts.iter().all(|c| (70..=130).contains(c)), "{per:?}");
     }
     for c in &counts {
-        assert!(*c >= w.foos.len() / 6 && *c <= w.foos.len() * 2 / 3, "about a third each: {per:?}");
+        assert!(*c >= foos.len() / 6 && *c <= foos.len() * 2 / 3, "about a third each: {per:?}");
     }
-    assert_no_double_writes(&w, "sharing");
+    assert_no_double_writes(&w, &foos, "sharing");
 
     // What each watch received and cached.
     for (name, shard) in ring.shards() {
@@ -169,10 +174,10 @@ async fn three_share_the_foos(gate: bool, by: &str) -> anyhow::Result<()> {
             }
             ("namespace", false) => {
                 assert_eq!(cached, per[&name], "{name} caches its slice: {shard}");
-                assert!(outside >= (w.foos.len() - per[&name]) as f64, "{name} received all, dropped {outside}");
+                assert!(outside >= (foos.len() - per[&name]) as f64, "{name} received all, dropped {outside}");
                 assert!(host.log().contains("sliced here"), "{}", host.proc.tail(40));
             }
-            _ => assert_eq!(cached, w.foos.len(), "uid: every replica caches everything"),
+            _ => assert_eq!(cached, foos.len(), "uid: every replica caches everything"),
         }
         assert_eq!(shard["serverSide"], serde_json::json!(gate && by == "namespace"), "{shard}");
     }
@@ -196,39 +201,33 @@ async fn three_replicas_share_300_foos_by_uid() -> anyhow::Result<()> {
 
 async fn kill_and_add(gate: bool) -> anyhow::Result<()> {
     let _one = SERIAL.lock().await;
-    let mut w = world(gate, "namespace").await?;
-    let mut ring = Ring::new(&w.plane, KWOP, &w.dir, w.flags.clone());
-    for r in ["a", "b", "c"] {
-        ring.add(r)?;
-    }
-    ring.settled(Duration::from_secs(30)).await?;
-    w.foos = shards::create_foos(&w.client, &w.namespaces, PER_NAMESPACE).await?;
-    shards::converged(&w.client, &w.foos, Duration::from_secs(90)).await?;
+    let w = world(gate, "namespace").await?;
+    let (mut ring, foos) = three_in_sync(&w).await?;
 
     // b dies; every Foo changes at once, b's included.
     ring.kill("b");
     let killed = Instant::now();
-    for k in &w.foos {
+    for k in &foos {
         shards::set_replicas(&w.client, k, 2).await?;
     }
-    let took = shards::converged(&w.client, &w.foos, Duration::from_secs(60)).await?;
+    let took = shards::converged(&w.client, &foos, Duration::from_secs(60)).await?;
     let moved = killed.elapsed();
     ring.settled(Duration::from_secs(10)).await?;
     eprintln!("killed b: everything converged {took:?} after the changes, {moved:?} after the kill");
     // Its part moved once its Lease expired (seen unchanged for the lease duration by the
     // others, who look every retry period), plus a relist.
     assert!(moved < LEASE + RETRY * 3 + Duration::from_secs(5), "b's part moved after {moved:?}");
-    assert_no_double_writes(&w, "after a kill");
+    assert_no_double_writes(&w, &foos, "after a kill");
 
     // d joins under load: a takes its third from the others without two writing one Foo.
-    let load = load(&w.client, &w.foos);
+    let load = load(&w.client, &foos);
     ring.add("d")?;
     ring.settled(Duration::from_secs(30)).await?;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let changes = load.stop().await;
-    shards::converged(&w.client, &w.foos, Duration::from_secs(60)).await?;
+    shards::converged(&w.client, &foos, Duration::from_secs(60)).await?;
     eprintln!("d joined under {changes} changes");
-    assert_no_double_writes(&w, "a replica added under load");
+    assert_no_double_writes(&w, &foos, "a replica added under load");
     let d_wrote = w.audit().by_foo.values().filter(|ws| ws.iter().any(|(r, _)| r == "d")).count();
     assert!(d_wrote > 0, "d took its part and wrote");
     Ok(())
@@ -250,44 +249,32 @@ async fn a_killed_replicas_part_moves_and_a_new_one_takes_its_share_gate_off() -
 #[tokio::test(flavor = "multi_thread")]
 async fn a_replica_frozen_past_its_lease_writes_nothing_of_its_old_part() -> anyhow::Result<()> {
     let _one = SERIAL.lock().await;
-    let mut w = world(false, "namespace").await?;
-    let mut ring = Ring::new(&w.plane, KWOP, &w.dir, w.flags.clone());
-    for r in ["a", "b", "c"] {
-        ring.add(r)?;
-    }
-    ring.settled(Duration::from_secs(30)).await?;
-    w.foos = shards::create_foos(&w.client, &w.namespaces, PER_NAMESPACE).await?;
-    shards::converged(&w.client, &w.foos, Duration::from_secs(90)).await?;
+    let w = world(false, "namespace").await?;
+    let (ring, foos) = three_in_sync(&w).await?;
 
     ring.hosts["b"].proc.signal(libc::SIGSTOP);
-    for k in &w.foos {
+    for k in &foos {
         shards::set_replicas(&w.client, k, 2).await?;
     }
     // a and c take b's part once its Lease expired, and converge it.
-    shards::converged(&w.client, &w.foos, Duration::from_secs(60)).await?;
+    shards::converged(&w.client, &foos, Duration::from_secs(60)).await?;
     // b wakes up under load: whatever it held before, it must not write it now.
-    let load = load(&w.client, &w.foos);
+    let load = load(&w.client, &foos);
     ring.hosts["b"].proc.signal(libc::SIGCONT);
     ring.settled(Duration::from_secs(30)).await?;
     tokio::time::sleep(Duration::from_secs(2)).await;
     load.stop().await;
-    shards::converged(&w.client, &w.foos, Duration::from_secs(60)).await?;
-    assert_no_double_writes(&w, "a replica frozen past its Lease");
+    shards::converged(&w.client, &foos, Duration::from_secs(60)).await?;
+    assert_no_double_writes(&w, &foos, "a replica frozen past its Lease");
     Ok(())
 }
 
 async fn rolling_restart(gate: bool) -> anyhow::Result<()> {
     let _one = SERIAL.lock().await;
-    let mut w = world(gate, "namespace").await?;
-    let mut ring = Ring::new(&w.plane, KWOP, &w.dir, w.flags.clone());
-    for r in ["a", "b", "c"] {
-        ring.add(r)?;
-    }
-    ring.settled(Duration::from_secs(30)).await?;
-    w.foos = shards::create_foos(&w.client, &w.namespaces, PER_NAMESPACE).await?;
-    shards::converged(&w.client, &w.foos, Duration::from_secs(90)).await?;
+    let w = world(gate, "namespace").await?;
+    let (mut ring, foos) = three_in_sync(&w).await?;
 
-    let load = load(&w.client, &w.foos);
+    let load = load(&w.client, &foos);
     for (old, new) in [("a", "a2"), ("b", "b2"), ("c", "c2")] {
         // As a Deployment's rolling update: the new pod first, then the old one goes.
         ring.add(new)?;
@@ -298,9 +285,9 @@ async fn rolling_restart(gate: bool) -> anyhow::Result<()> {
         ring.settled(Duration::from_secs(30)).await?;
     }
     let changes = load.stop().await;
-    shards::converged(&w.client, &w.foos, Duration::from_secs(60)).await?;
+    shards::converged(&w.client, &foos, Duration::from_secs(60)).await?;
     eprintln!("rolling restart under {changes} changes");
-    assert_no_double_writes(&w, "a rolling restart under load");
+    assert_no_double_writes(&w, &foos, "a rolling restart under load");
     Ok(())
 }
 
@@ -320,7 +307,7 @@ async fn a_rolling_restart_under_load_writes_nothing_twice_gate_off() -> anyhow:
 #[tokio::test(flavor = "multi_thread")]
 async fn the_sharded_install_runs_reconciler_plugins_on_every_replica_with_one_status_writer() -> anyhow::Result<()> {
     let _one = SERIAL.lock().await;
-    let mut w = world(true, "namespace").await?;
+    let w = world(true, "namespace").await?;
     let tree = common::deploy_tree()?;
     let sharded = tree.join("sharded").display().to_string();
     w.plane.kubectl_output(&["apply", "--server-side", "--force-conflicts", "-k", &sharded])?;
@@ -355,8 +342,8 @@ async fn the_sharded_install_runs_reconciler_plugins_on_every_replica_with_one_s
         ring.add(r)?;
     }
     ring.settled(Duration::from_secs(30)).await?;
-    w.foos = shards::create_foos(&w.client, &w.namespaces[..12], PER_NAMESPACE).await?;
-    shards::converged(&w.client, &w.foos, Duration::from_secs(90)).await?;
+    let foos = shards::create_foos(&w.client, &w.namespaces[..12], PER_NAMESPACE).await?;
+    shards::converged(&w.client, &foos, Duration::from_secs(90)).await?;
 
     // Hot swap: the ReconcilerPlugin now names v2 (which annotates its Deployments).
     let v2 = format!("guest-foo.wasm={}", plugins::GUEST_FOO_V2);
@@ -386,10 +373,10 @@ async fn the_sharded_install_runs_reconciler_plugins_on_every_replica_with_one_s
                     == Some(&"guest-foo-v2".to_string())
             })
             .count();
-        Ok((on_v2 && annotated == w.foos.len()).then_some(()))
+        Ok((on_v2 && annotated == foos.len()).then_some(()))
     })
     .await?;
-    assert_no_double_writes(&w, "a hot swap of a ReconcilerPlugin on two replicas");
+    assert_no_double_writes(&w, &foos, "a hot swap of a ReconcilerPlugin on two replicas");
 
     // Both reconciled their part; one wrote the ReconcilerPlugin's status.
     let audit = kwop_tests::audit::writes(&w.plane.dir, "kwop/");

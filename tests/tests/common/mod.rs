@@ -70,6 +70,19 @@ pub async fn set_replicas(client: &Client, ns: &str, name: &str, replicas: i64) 
     Ok(())
 }
 
+/// Waits (60 s) for the ConfigMap `name` in `ns` matching `pred` (`what` says what for).
+pub async fn configmap_where(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    what: &str,
+    pred: impl Fn(&k8s_openapi::api::core::v1::ConfigMap) -> bool,
+) -> anyhow::Result<k8s_openapi::api::core::v1::ConfigMap> {
+    let api: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(client.clone(), ns);
+    let show = |c: &k8s_openapi::api::core::v1::ConfigMap| format!("labels {:?} data {:?}", c.metadata.labels, c.data);
+    object_where(&api, name, &format!("{what} in {ns}"), pred, show).await
+}
+
 /// Waits (60 s) for the object `name` of `api` matching `pred`; `show` says what it looks like while
 /// it does not.
 pub async fn object_where<K>(
