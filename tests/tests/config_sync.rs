@@ -4,7 +4,8 @@
 //! hand edit is undone, a source change propagates, an object config-sync did not create is never
 //! touched (condition and event), deleting the ConfigSync deletes every copy through its finalizer,
 //! and a Secret's data appears in no event, log line or status. As a ReconcilerPlugin, its grants
-//! bound where copies go, and a grant without `acrossNamespaces` is refused.
+//! bound where copies go, and a grant without `acrossNamespaces` is refused. On namespace-sharded
+//! replicas (the API server slicing their watches), it still sees and keeps every copy.
 
 mod common;
 
@@ -14,6 +15,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::Client;
+use kwop_tests::shards::{self, Ring};
 use kwop_tests::{plugins, wait, ControlPlane, Host, Mode};
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -327,5 +329,86 @@ async fn as_a_reconciler_plugin_its_grants_bound_where_copies_go() -> anyhow::Re
     gone(&syncs(&client), &name, "the ConfigSync").await?;
     gone(&Api::<ConfigMap>::namespaced(client.clone(), &t1), "settings", "its copy").await?;
     rp::rps(&client).delete(&rp, &DeleteParams::default()).await?;
+    Ok(())
+}
+
+/// Three replicas with `--sharding=namespace`, their watches sliced by the API server: the
+/// ConfigSync (cluster-scoped) is reconciled by one of them, while its source and copies live in
+/// namespaces the others hold. ConfigMaps are owned across namespaces, so every replica caches
+/// them whole (a slice would hide the source and the copies elsewhere: copies never made, hand
+/// edits never seen, copies stranded on deletion).
+#[tokio::test(flavor = "multi_thread")]
+async fn on_namespace_sharded_replicas_it_keeps_copies_in_namespaces_the_others_hold() -> anyhow::Result<()> {
+    let _one = ONE_HOST.lock().await;
+    let plane = ControlPlane::start_with(Mode::Api, &["--feature-gates=ShardedListAndWatch=true"])?;
+    let client = plane.client().await?;
+    let leases = plane.namespace("kwop-system")?;
+    let src = plane.namespace("sharded-src")?;
+    let targets = shards::namespaces(&plane, "sharded-t", 6)?;
+    let label = "cs-sharded";
+    for t in &targets {
+        label_ns(&client, t, label, true).await?;
+    }
+    source_settings(&client, &src).await?;
+    let dir = plugins::folder(&[("config-sync.wasm", plugins::CONFIG_SYNC)])?;
+    let flags = vec![
+        "--sharding=namespace".to_string(),
+        format!("--leader-election-namespace={leases}"),
+        "--resync-period=10m".into(),
+    ];
+    let mut ring = Ring::new(&plane, common::KWOP, &dir, flags);
+    for r in ["a", "b", "c"] {
+        ring.add(r)?;
+    }
+    ring.settled(Duration::from_secs(30)).await?;
+    let name = "sharded-sync";
+    create_sync(&client, name, "ConfigMap", &src, "settings", label).await?;
+    for t in &targets {
+        configmap_where(&client, t, "settings", "a copy", |c| data_is(c, "1")).await?;
+    }
+    sync_status_where(&client, name, "synced 6", |s| s["synced"] == 6).await?;
+
+    // Every replica's ConfigMap cache holds the cluster's every ConfigMap, sliced as the Foos
+    // would be or not: the API server slices, and ConfigMaps were asked for whole.
+    let all = Api::<ConfigMap>::all(client.clone());
+    wait::until("every replica caching every ConfigMap", WITHIN, || async {
+        let n = all.list(&ListParams::default()).await.map_err(|e| e.to_string())?.items.len() as u64;
+        let shards = ring.shards();
+        let whole = shards.values().all(|s| s["serverSide"] == true && s["cachedObjects"]["v1/ConfigMap"] == n);
+        if whole {
+            Ok(Some(()))
+        } else {
+            Err(format!("{n} ConfigMaps; {shards:#?}"))
+        }
+    })
+    .await?;
+
+    // Hand edits anywhere are undone; a namespace unlabelled loses its copy; the source's
+    // change reaches the rest; deleting the ConfigSync deletes every copy.
+    let pp = PatchParams { field_manager: Some("kubectl-edit".into()), ..PatchParams::default() };
+    for t in &targets {
+        Api::<ConfigMap>::namespaced(client.clone(), t)
+            .patch("settings", &pp, &Patch::Merge(json!({ "data": { "setting": "edited" } })))
+            .await?;
+    }
+    for t in &targets {
+        configmap_where(&client, t, "settings", "the hand edit undone", |c| data_is(c, "1")).await?;
+    }
+    label_ns(&client, &targets[0], label, false).await?;
+    gone(&Api::<ConfigMap>::namespaced(client.clone(), &targets[0]), "settings", "the unlabelled copy").await?;
+    Api::<ConfigMap>::namespaced(client.clone(), &src)
+        .patch("settings", &PatchParams::default(), &Patch::Merge(json!({ "data": { "setting": "2" } })))
+        .await?;
+    for t in &targets[1..] {
+        configmap_where(&client, t, "settings", "the source's new data", |c| data_is(c, "2")).await?;
+    }
+    syncs(&client).delete(name, &DeleteParams::default()).await?;
+    gone(&syncs(&client), name, "the ConfigSync").await?;
+    for t in &targets[1..] {
+        gone(&Api::<ConfigMap>::namespaced(client.clone(), t), "settings", "a copy after the deletion").await?;
+    }
+    for (n, h) in &ring.hosts {
+        assert!(h.log().contains("sharded watch: whole"), "{n} says the ConfigMap watch is whole: {}", h.log());
+    }
     Ok(())
 }

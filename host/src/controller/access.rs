@@ -5,9 +5,28 @@
 use super::Role;
 use crate::source::grants::Namespaces;
 use crate::watch::discovery::Resolved;
+use crate::watch::pool::Reach;
 use k8s_openapi::api::authorization::v1::{ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec};
 use kube::api::{Api, PostParams};
 use kube::Client;
+
+/// Where a reconcile may need a watched kind's objects, beyond its primary's own namespace or
+/// not: kinds owned across namespaces, all namespaced kinds of a cluster-scoped primary, and
+/// kinds read where the grants reach further (`Namespaces::All` or `Listed`). On a
+/// namespace-sharded host these are cached whole, not as the replica's slice.
+pub fn reach(role: Role, primary_namespaced: bool, owned_across: bool, namespaces: &Namespaces) -> Reach {
+    let beyond = match role {
+        Role::Primary => false,
+        _ if !primary_namespaced => true,
+        Role::Owned => owned_across,
+        Role::Read => !matches!(namespaces, Namespaces::Own),
+    };
+    if beyond {
+        Reach::Everywhere
+    } else {
+        Reach::PrimaryNamespaces
+    }
+}
 
 /// One permission.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -155,5 +174,25 @@ mod tests {
         assert!(!s.iter().any(|p| p.starts_with("create namespaces")), "{s:?}");
         let n = needed(&kinds, Some("x"), &Namespaces::Own, false);
         assert!(n.iter().filter(|p| p.resource != "namespaces").all(|p| p.namespace.as_deref() == Some("x")));
+    }
+
+    #[test]
+    fn only_what_a_reconcile_needs_beyond_its_primarys_namespace_is_cached_whole_when_sharded() {
+        let (own, all) = (Namespaces::Own, Namespaces::All);
+        let listed = Namespaces::Listed(["a".to_string()].into());
+        let w = Reach::Everywhere;
+        let p = Reach::PrimaryNamespaces;
+        // A namespaced primary: its own kind, what it owns in its namespace, what it reads there.
+        assert_eq!(reach(Role::Primary, true, false, &all), p);
+        assert_eq!(reach(Role::Owned, true, false, &all), p);
+        assert_eq!(reach(Role::Read, true, false, &own), p);
+        // ...but what it owns across namespaces, or reads in other namespaces, is anywhere.
+        assert_eq!(reach(Role::Owned, true, true, &own), w);
+        assert_eq!(reach(Role::Read, true, false, &all), w);
+        assert_eq!(reach(Role::Read, true, false, &listed), w);
+        // A cluster-scoped primary's children and reads live in any namespace.
+        assert_eq!(reach(Role::Primary, false, false, &own), p);
+        assert_eq!(reach(Role::Owned, false, false, &own), w);
+        assert_eq!(reach(Role::Read, false, false, &own), w);
     }
 }

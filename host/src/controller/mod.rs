@@ -172,8 +172,10 @@ impl Controller {
         if let Some(denied) = access::first_denied(&shared.client, &needs).await {
             return Err(StartError::Forbidden(denied));
         }
+        let primary_namespaced = resolved.first().is_some_and(|(r, _)| r.namespaced);
         for ((gvk, role), (resolved, _)) in kinds.iter().zip(resolved) {
-            let sub = shared.pool.subscribe(resolved);
+            let reach = access::reach(*role, primary_namespaced, info.owns_across(gvk), &plugin.grants.namespaces);
+            let sub = shared.pool.subscribe(resolved, reach);
             caches.insert(sub.cache.clone());
             streams.push((*role, gvk.clone(), sub));
         }

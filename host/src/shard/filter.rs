@@ -50,6 +50,11 @@ impl Namespaced {
         self.0.lock().unwrap_or_else(|p| p.into_inner()).insert((group.to_string(), plural.to_string()));
     }
 
+    /// `group`/`plural` is no longer to be sliced (it is cached whole).
+    pub fn remove(&self, group: &str, plural: &str) {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).remove(&(group.to_string(), plural.to_string()));
+    }
+
     fn has(&self, group: &str, plural: &str) -> bool {
         self.0.lock().unwrap_or_else(|p| p.into_inner()).contains(&(group.to_string(), plural.to_string()))
     }

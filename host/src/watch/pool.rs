@@ -24,6 +24,7 @@ use crate::telemetry::metrics::Metrics;
 use futures::StreamExt;
 use kube::Client;
 use std::collections::HashMap;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, Weak};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -47,6 +48,20 @@ struct Entry {
     metrics: Arc<Metrics>,
     /// The running watch (replaced when the shard's holding changes).
     current: Mutex<Option<CancellationToken>>,
+    /// Cached whole on a replica of a namespace-sharded host (see [`Reach`]).
+    whole: std::sync::atomic::AtomicBool,
+}
+
+/// Where a subscriber needs a kind's objects, on a namespace-sharded host (elsewhere every
+/// cache is whole anyway).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reach {
+    /// Only in the namespaces of its primaries: the replica's slice is enough.
+    PrimaryNamespaces,
+    /// Anywhere: owned across namespaces, owned by a cluster-scoped primary, or read beyond a
+    /// primary's own namespace. Such a kind is cached whole on every replica (and never asked
+    /// with a shard selector), so a reconcile sees all it owns and reads wherever it lives.
+    Everywhere,
 }
 
 struct Subscriber {
@@ -127,7 +142,7 @@ impl Pool {
         let entries: Vec<Arc<Entry>> = lock(&self.kinds).values().filter_map(Weak::upgrade).collect();
         for e in entries {
             let restart = match by {
-                ShardBy::Namespace => e.cache.resolved.namespaced,
+                ShardBy::Namespace => e.cache.resolved.namespaced && !e.whole.load(Ordering::Acquire),
                 ShardBy::Uid => grew,
             };
             if restart {
@@ -145,19 +160,29 @@ impl Pool {
     /// Holds a kind's cache without subscribing to its events, starting its watch if no plugin
     /// holds it. Must be called within a tokio runtime.
     pub fn hold(&self, resolved: Resolved) -> Hold {
-        let entry = self.entry(resolved);
+        let entry = self.entry(resolved, Reach::PrimaryNamespaces);
         Hold { cache: entry.cache.clone(), _entry: entry }
     }
 
-    /// The shared entry of a kind, started if none runs.
-    fn entry(&self, resolved: Resolved) -> Arc<Entry> {
+    /// The shared entry of a kind, started if none runs; made whole (and relisted) if `reach`
+    /// needs it whole and it was a slice.
+    fn entry(&self, resolved: Resolved, reach: Reach) -> Arc<Entry> {
+        let whole = reach == Reach::Everywhere
+            && resolved.namespaced
+            && self.shard.as_ref().is_some_and(|(s, _)| s.by() == ShardBy::Namespace);
         let mut kinds = lock(&self.kinds);
         let entry = match kinds.get(&resolved.gvk).and_then(Weak::upgrade) {
             // The same resource as before (a CRD whose scope or plural changed gets a new watch;
             // the old one lives on for its subscribers until they go).
-            Some(e) if same_resource(&e.cache.resolved, &resolved) => e,
+            Some(e) if same_resource(&e.cache.resolved, &resolved) => {
+                if whole && !e.whole.swap(true, Ordering::AcqRel) {
+                    self.unslice(&e.cache.resolved);
+                    self.watch(&e);
+                }
+                e
+            }
             _ => {
-                let e = self.start(resolved.clone());
+                let e = self.start(resolved.clone(), whole);
                 kinds.insert(resolved.gvk.clone(), Arc::downgrade(&e));
                 e
             }
@@ -166,27 +191,38 @@ impl Pool {
         entry
     }
 
-    /// Subscribes to a kind's cache, starting its watch if no plugin holds it. Must be called
-    /// within a tokio runtime.
-    pub fn subscribe(&self, resolved: Resolved) -> Subscription {
-        let entry = self.entry(resolved);
+    /// No shard selector on `resolved`'s lists and watches any more (it is cached whole).
+    fn unslice(&self, resolved: &Resolved) {
+        if let Some((_, namespaced)) = &self.shard {
+            namespaced.remove(&resolved.resource.group, &resolved.resource.plural);
+            tracing::info!(kind = %resolved.gvk, "sharded watch: whole from now on (a plugin needs it beyond its primaries' namespaces)");
+        }
+    }
+
+    /// Subscribes to a kind's cache, starting its watch if no plugin holds it, needed as far as
+    /// `reach`. Must be called within a tokio runtime.
+    pub fn subscribe(&self, resolved: Resolved, reach: Reach) -> Subscription {
+        let entry = self.entry(resolved, reach);
         let (tx, events) = mpsc::unbounded_channel();
         let mut subs = lock(&entry.subscribers);
         // Joining a cache that already holds a full list: told so at once, as its own watch would.
-        let listed = entry.cache.synced.load(std::sync::atomic::Ordering::Acquire)
-            && tx.send(WatchEvent::Relisted { first: true }).is_ok();
+        let listed =
+            entry.cache.synced.load(Ordering::Acquire) && tx.send(WatchEvent::Relisted { first: true }).is_ok();
         subs.push(Subscriber { tx, listed });
         entry.set_gauge(subs.len());
         drop(subs);
         Subscription { cache: entry.cache.clone(), events, entry }
     }
 
-    fn start(&self, resolved: Resolved) -> Arc<Entry> {
+    fn start(&self, resolved: Resolved, whole: bool) -> Arc<Entry> {
         if let Some((shard, namespaced)) = &self.shard {
-            if resolved.namespaced {
+            if resolved.namespaced && !whole {
                 namespaced.add(&resolved.resource.group, &resolved.resource.plural);
             }
             let mode = match (shard.by(), resolved.namespaced) {
+                (ShardBy::Namespace, true) if whole => {
+                    "whole (a plugin needs it beyond its primaries' namespaces: every replica caches all of it)"
+                }
                 (ShardBy::Namespace, true) if shard.server_side() => "sliced by the API server (shardSelector)",
                 (ShardBy::Namespace, true) => "sliced here (every object received, the others' dropped)",
                 _ => "whole (every replica caches all of it)",
@@ -199,6 +235,7 @@ impl Pool {
             stop: CancellationToken::new(),
             metrics: self.metrics.clone(),
             current: Mutex::new(None),
+            whole: whole.into(),
         });
         self.watch(&entry);
         entry
@@ -213,7 +250,8 @@ impl Pool {
         let (cache, subscribers) = (entry.cache.clone(), entry.subscribers.clone());
         let gvk = cache.resolved.gvk.clone();
         let kind = Metrics::kind(&gvk.to_string());
-        let filter = self.shard.as_ref().map(|(shard, _)| ShardFilter {
+        let whole = entry.whole.load(Ordering::Acquire);
+        let filter = self.shard.as_ref().filter(|_| !whole).map(|(shard, _)| ShardFilter {
             shard: shard.clone(),
             outside: self.metrics.shard_outside.get_or_create(&kind).clone(),
         });
