@@ -368,21 +368,6 @@ async fn on_namespace_sharded_replicas_it_keeps_copies_in_namespaces_the_others_
     }
     sync_status_where(&client, name, "synced 6", |s| s["synced"] == 6).await?;
 
-    // Every replica's ConfigMap cache holds the cluster's every ConfigMap, sliced as the Foos
-    // would be or not: the API server slices, and ConfigMaps were asked for whole.
-    let all = Api::<ConfigMap>::all(client.clone());
-    wait::until("every replica caching every ConfigMap", WITHIN, || async {
-        let n = all.list(&ListParams::default()).await.map_err(|e| e.to_string())?.items.len() as u64;
-        let shards = ring.shards();
-        let whole = shards.values().all(|s| s["serverSide"] == true && s["cachedObjects"]["v1/ConfigMap"] == n);
-        if whole {
-            Ok(Some(()))
-        } else {
-            Err(format!("{n} ConfigMaps; {shards:#?}"))
-        }
-    })
-    .await?;
-
     // Hand edits anywhere are undone; a namespace unlabelled loses its copy; the source's
     // change reaches the rest; deleting the ConfigSync deletes every copy.
     let pp = PatchParams { field_manager: Some("kubectl-edit".into()), ..PatchParams::default() };
@@ -402,6 +387,21 @@ async fn on_namespace_sharded_replicas_it_keeps_copies_in_namespaces_the_others_
     for t in &targets[1..] {
         configmap_where(&client, t, "settings", "the source's new data", |c| data_is(c, "2")).await?;
     }
+    // Every replica's ConfigMap cache holds the cluster's every ConfigMap, sliced as the Foos
+    // would be or not: the API server slices, and ConfigMaps were asked for whole.
+    let all = Api::<ConfigMap>::all(client.clone());
+    wait::until("every replica caching every ConfigMap", WITHIN, || async {
+        let n = all.list(&ListParams::default()).await.map_err(|e| e.to_string())?.items.len() as u64;
+        let shards = ring.shards();
+        let whole = shards.values().all(|s| s["serverSide"] == true && s["cachedObjects"]["v1/ConfigMap"] == n);
+        if whole {
+            Ok(Some(()))
+        } else {
+            Err(format!("{n} ConfigMaps; {shards:#?}"))
+        }
+    })
+    .await?;
+
     syncs(&client).delete(name, &DeleteParams::default()).await?;
     gone(&syncs(&client), name, "the ConfigSync").await?;
     for t in &targets[1..] {
