@@ -143,20 +143,26 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
     let health = Arc::new(Health::default());
     let leadership = if leader_elect { Leadership::elected() } else { Leadership::always() };
     let lease_client = Client::try_from(config.clone()).context("cannot build a Kubernetes client")?;
-    // Every other request goes through the write gate: of the leader, or sharded, of the shard
-    // (whose lists and watches carry its shard selector too).
+    // Every other request goes through the write gate: of the leader, or sharded, of the shard.
     let authority: Arc<dyn Authority> = match &sharding {
         Some(s) => s.shard.clone(),
         None => leadership.clone(),
     };
     let gate = WriteGate::new(authority, metrics.writes_refused_not_leader.clone());
-    let builder = kube::client::ClientBuilder::try_from(config).context("cannot build a Kubernetes client")?;
-    let client = match &sharding {
-        Some(s) => {
-            builder.with_layer(&gate).with_layer(&ShardSelector::new(s.shard.clone(), s.namespaced.clone())).build()
-        }
-        None => builder.with_layer(&gate).build(),
+    // Sharded, the watch pool lists and watches its slices with the shard selector (reads only).
+    let sliced = match &sharding {
+        Some(s) => Some(
+            kube::client::ClientBuilder::try_from(config.clone())
+                .context("cannot build a Kubernetes client")?
+                .with_layer(&ShardSelector::new(s.shard.clone()))
+                .build(),
+        ),
+        None => None,
     };
+    let client = kube::client::ClientBuilder::try_from(config)
+        .context("cannot build a Kubernetes client")?
+        .with_layer(&gate)
+        .build();
     let cache_dir = if args.sandbox.no_cache {
         None
     } else {
@@ -222,8 +228,8 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
         None => None,
     };
     let mut pool = crate::watch::Pool::new(client.clone(), config.namespace.clone(), metrics.clone());
-    if let Some(s) = &sharding {
-        pool = pool.sharded(s.shard.clone(), s.namespaced.clone());
+    if let (Some(s), Some(sliced)) = (&sharding, sliced) {
+        pool = pool.sharded(s.shard.clone(), sliced);
     }
     let pool = Arc::new(pool);
     if let Some(s) = sharding.as_mut() {

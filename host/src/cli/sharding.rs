@@ -2,7 +2,6 @@
 //! replica's part in the ring from start-up to leaving it.
 
 use crate::leader::{Election, ElectionConfig, Leadership};
-use crate::shard::filter::Namespaced;
 use crate::shard::{members, Shard, ShardBy, ShardConfig};
 use crate::telemetry::{Health, Metrics};
 use crate::watch::Pool;
@@ -77,8 +76,6 @@ impl ShardArgs {
 pub(super) struct Sharding {
     /// The shard (the write gate's authority, and what controllers ask).
     pub shard: Arc<Shard>,
-    /// The namespaced kinds whose lists and watches carry the shard selector.
-    pub namespaced: Arc<Namespaced>,
     lease: Arc<Leadership>,
     election: Option<Election>,
     stop: CancellationToken,
@@ -91,7 +88,6 @@ impl Sharding {
         let lease = Leadership::elected();
         Sharding {
             shard: Shard::new(config, lease.clone()),
-            namespaced: Arc::default(),
             lease,
             election: None,
             stop: CancellationToken::new(),

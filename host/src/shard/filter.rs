@@ -1,14 +1,14 @@
 //! Each replica's watches carry only its slice, when the API server can (KEP-5866's
 //! `shardSelector` on list and watch, behind the `ShardedListAndWatch` feature gate): a client
-//! layer adds the selector of what this replica holds to the list and watch requests of
-//! namespaced kinds. Whether the API server honours it is learnt once, from a list's
+//! layer adds the selector of what this replica holds to every list and watch request. Only the
+//! watch pool's client for sliced kinds has it (`watch::pool`): the host's other requests (plugin
+//! sources, Leases, admission) never do. Whether the API server honours it is learnt once, from a list's
 //! `metadata.shardInfo`; without it the same hash filters on this side (`watch::caches`), and
 //! the log says which.
 
 use super::Shard;
 use http::{Method, Request, Uri};
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use tower::{Layer, Service};
 
@@ -29,35 +29,13 @@ pub async fn detect(client: &kube::Client, namespace: &str) -> bool {
     }
 }
 
+/// RFC 3986's reserved and other characters, encoded in a query value.
+const QUERY_VALUE: &percent_encoding::AsciiSet =
+    &percent_encoding::NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
+
 /// Percent-encodes a query value (RFC 3986 unreserved characters stay).
 fn encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
-/// The namespaced resources whose collections may carry a shard selector, as
-/// `(group, plural)` (the pool registers them).
-#[derive(Default)]
-pub struct Namespaced(Mutex<HashSet<(String, String)>>);
-
-impl Namespaced {
-    /// `group`/`plural` is a namespaced resource.
-    pub fn add(&self, group: &str, plural: &str) {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).insert((group.to_string(), plural.to_string()));
-    }
-
-    /// `group`/`plural` is no longer to be sliced (it is cached whole).
-    pub fn remove(&self, group: &str, plural: &str) {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).remove(&(group.to_string(), plural.to_string()));
-    }
-
-    fn has(&self, group: &str, plural: &str) -> bool {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).contains(&(group.to_string(), plural.to_string()))
-    }
+    percent_encoding::utf8_percent_encode(s, QUERY_VALUE).to_string()
 }
 
 /// The (group, plural) of a collection path: `/api/v1[/namespaces/NS]/PLURAL` or
@@ -80,13 +58,12 @@ fn collection(path: &str) -> Option<(String, String)> {
 #[derive(Clone)]
 pub struct ShardSelector {
     shard: Arc<Shard>,
-    namespaced: Arc<Namespaced>,
 }
 
 impl ShardSelector {
-    /// Adds `shard`'s selector to the lists and watches of `namespaced` resources.
-    pub fn new(shard: Arc<Shard>, namespaced: Arc<Namespaced>) -> Self {
-        ShardSelector { shard, namespaced }
+    /// Adds `shard`'s selector to every list and watch.
+    pub fn new(shard: Arc<Shard>) -> Self {
+        ShardSelector { shard }
     }
 }
 
@@ -120,7 +97,7 @@ where
         if req.method() == Method::GET {
             if let Some(sel) = self.layer.shard.selector() {
                 let path = req.uri().path().to_string();
-                if collection(&path).is_some_and(|(g, p)| self.layer.namespaced.has(&g, &p)) {
+                if collection(&path).is_some() {
                     let q = req.uri().query().map(|q| format!("{q}&")).unwrap_or_default();
                     if let Ok(uri) = format!("{path}?{q}shardSelector={}", encode(&sel)).parse::<Uri>() {
                         *req.uri_mut() = uri;

@@ -18,7 +18,6 @@
 use super::caches::{KindCache, ShardFilter, WatchEvent};
 use super::discovery::Resolved;
 use crate::kinds::Gvk;
-use crate::shard::filter::Namespaced;
 use crate::shard::{Shard, ShardBy};
 use crate::telemetry::metrics::Metrics;
 use futures::StreamExt;
@@ -35,9 +34,10 @@ pub struct Pool {
     namespace: Option<String>,
     metrics: Arc<Metrics>,
     kinds: Mutex<HashMap<Gvk, Weak<Entry>>>,
-    /// This replica's shard: namespaced objects of namespaces it does not hold are not cached;
-    /// the registry tells the client's shard selector which collections are namespaced.
-    shard: Option<(Arc<Shard>, Arc<Namespaced>)>,
+    /// This replica's shard (namespaced objects of namespaces it does not hold are not cached),
+    /// and the client whose lists and watches carry its shard selector (`shard::filter`), for
+    /// the kinds cached as its slice.
+    shard: Option<(Arc<Shard>, Client)>,
 }
 
 /// One shared cache and its subscribers; its watch runs while a [`Subscription`] holds it.
@@ -124,10 +124,10 @@ impl Pool {
     }
 
     /// The same pool for one replica of a sharded host: with namespace sharding, caching only
-    /// the namespaces `shard` holds, and registering namespaced kinds in `namespaced` (for the
-    /// client's shard selector, `shard::filter`).
-    pub fn sharded(mut self, shard: Arc<Shard>, namespaced: Arc<Namespaced>) -> Self {
-        self.shard = Some((shard, namespaced));
+    /// the namespaces `shard` holds, its slices watched through `sliced` (a client with the
+    /// shard selector layer, `shard::filter::ShardSelector`).
+    pub fn sharded(mut self, shard: Arc<Shard>, sliced: Client) -> Self {
+        self.shard = Some((shard, sliced));
         self
     }
 
@@ -176,7 +176,7 @@ impl Pool {
             // the old one lives on for its subscribers until they go).
             Some(e) if same_resource(&e.cache.resolved, &resolved) => {
                 if whole && !e.whole.swap(true, Ordering::AcqRel) {
-                    self.unslice(&e.cache.resolved);
+                    tracing::info!(kind = %e.cache.resolved.gvk, "sharded watch: whole from now on (a plugin needs it beyond its primaries' namespaces)");
                     self.watch(&e);
                 }
                 e
@@ -189,14 +189,6 @@ impl Pool {
         };
         kinds.retain(|_, w| w.strong_count() > 0);
         entry
-    }
-
-    /// No shard selector on `resolved`'s lists and watches any more (it is cached whole).
-    fn unslice(&self, resolved: &Resolved) {
-        if let Some((_, namespaced)) = &self.shard {
-            namespaced.remove(&resolved.resource.group, &resolved.resource.plural);
-            tracing::info!(kind = %resolved.gvk, "sharded watch: whole from now on (a plugin needs it beyond its primaries' namespaces)");
-        }
     }
 
     /// Subscribes to a kind's cache, starting its watch if no plugin holds it, needed as far as
@@ -215,10 +207,7 @@ impl Pool {
     }
 
     fn start(&self, resolved: Resolved, whole: bool) -> Arc<Entry> {
-        if let Some((shard, namespaced)) = &self.shard {
-            if resolved.namespaced && !whole {
-                namespaced.add(&resolved.resource.group, &resolved.resource.plural);
-            }
+        if let Some((shard, _)) = &self.shard {
             let mode = match (shard.by(), resolved.namespaced) {
                 (ShardBy::Namespace, true) if whole => {
                     "whole (a plugin needs it beyond its primaries' namespaces: every replica caches all of it)"
@@ -255,7 +244,12 @@ impl Pool {
             shard: shard.clone(),
             outside: self.metrics.shard_outside.get_or_create(&kind).clone(),
         });
-        let stream = cache.clone().stream(self.client.clone(), self.namespace.as_deref(), filter);
+        // A slice of a namespaced kind is listed and watched with the shard selector.
+        let client = match &self.shard {
+            Some((_, sliced)) if cache.resolved.namespaced && !whole => sliced.clone(),
+            _ => self.client.clone(),
+        };
+        let stream = cache.clone().stream(client, self.namespace.as_deref(), filter);
         let objects = self.metrics.cached_objects.get_or_create(&kind).clone();
         tokio::spawn(async move {
             let mut stream = std::pin::pin!(stream);
