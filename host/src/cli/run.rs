@@ -130,10 +130,7 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
     // Sharded, every replica reconciles its part; a leader still writes what is written once.
     let leader_elect = args.leader_elect || args.shard.sharding.is_some();
     let election_cfg = if leader_elect { Some(election_config(&args, &identity)?) } else { None };
-    let mut sharding = election_cfg
-        .as_ref()
-        .and_then(|e| args.shard.config(&e.namespace, &identity, e))
-        .map(super::sharding::Sharding::new);
+    let mut sharding = election_cfg.as_ref().and_then(|e| args.shard.config(e)).map(super::sharding::Sharding::new);
     let mut config = kube_config(args.kubeconfig.as_deref(), args.context.as_deref()).await?;
     // Requests carry this replica's identity, so the API server's audit log tells replicas apart.
     if let Ok(ua) = ::http::header::HeaderValue::from_str(&format!("kwop/{} ({identity})", env!("CARGO_PKG_VERSION"))) {
@@ -233,7 +230,7 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
     }
     let pool = Arc::new(pool);
     if let Some(s) = sharding.as_mut() {
-        s.start(lease_client.clone(), &identity, pool.clone(), metrics.clone(), health.clone()).await;
+        s.start(lease_client.clone(), pool.clone(), metrics.clone(), health.clone()).await;
     }
     let system_namespace = args.system_namespace.clone().or_else(pod_namespace).unwrap_or_else(|| "kwop-system".into());
     let admission = match args.webhook.config(&system_namespace, args.namespace.as_deref())? {

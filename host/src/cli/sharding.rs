@@ -52,22 +52,17 @@ fn ring_name(s: &str) -> Result<String, String> {
 }
 
 impl ShardArgs {
-    /// The shard of this replica, if sharded: its Leases in `namespace`, its member name from
-    /// `identity`, timed as the leader election.
-    pub fn config(
-        &self,
-        namespace: &str,
-        identity: &str,
-        timing: &crate::leader::ElectionConfig,
-    ) -> Option<ShardConfig> {
-        self.sharding.map(|by| ShardConfig {
-            by,
-            ring: self.shard_ring.clone(),
-            namespace: namespace.to_string(),
-            member: members::member_name(identity),
-            lease_duration: timing.lease_duration,
-            renew_deadline: timing.renew_deadline,
-            retry_period: timing.retry_period,
+    /// The shard of this replica, if sharded: its member Lease in the namespace of the leader's
+    /// `election`, for the same identity and timed alike.
+    pub fn config(&self, election: &ElectionConfig) -> Option<ShardConfig> {
+        self.sharding.map(|by| {
+            let member = members::member_name(&election.identity);
+            ShardConfig {
+                by,
+                ring: self.shard_ring.clone(),
+                lease: ElectionConfig { name: members::member_lease(&self.shard_ring, &member), ..election.clone() },
+                member,
+            }
         })
     }
 }
@@ -100,14 +95,13 @@ impl Sharding {
     pub async fn start(
         &mut self,
         lease_client: kube::Client,
-        identity: &str,
         pool: Arc<Pool>,
         metrics: Arc<Metrics>,
         health: Arc<Health>,
     ) {
         let cfg = self.shard.config().clone();
         let server_side =
-            cfg.by == ShardBy::Namespace && crate::shard::filter::detect(&lease_client, &cfg.namespace).await;
+            cfg.by == ShardBy::Namespace && crate::shard::filter::detect(&lease_client, &cfg.lease.namespace).await;
         self.shard.set_server_side(server_side);
         let how = match (cfg.by, server_side) {
             (ShardBy::Uid, _) => "by uid: every replica watches and caches everything, reconciles its part",
@@ -118,21 +112,12 @@ impl Sharding {
                 "by namespace: the API server does not slice watches (ShardedListAndWatch is off), so each replica drops the others' objects itself"
             }
         };
-        let member = members::member_lease(&cfg.ring, &cfg.member);
-        tracing::info!(ring = %cfg.ring, lease = %format!("{}/{member}", cfg.namespace), "sharding {how}");
-        let election = ElectionConfig {
-            namespace: cfg.namespace.clone(),
-            name: member,
-            identity: identity.to_string(),
-            lease_duration: cfg.lease_duration,
-            renew_deadline: cfg.renew_deadline,
-            retry_period: cfg.retry_period,
-        };
-        self.election = Some(Election::start(lease_client.clone(), election, self.lease.clone()));
+        tracing::info!(ring = %cfg.ring, lease = %format!("{}/{}", cfg.lease.namespace, cfg.lease.name), "sharding {how}");
+        self.election = Some(Election::start(lease_client.clone(), cfg.lease.clone(), self.lease.clone()));
         self.tasks.push(tokio::spawn(self.shard.clone().run(lease_client, self.stop.clone())));
         // Watches started before the first look at the ring would list everything once more.
         let joining = tokio::time::Instant::now();
-        while !self.shard.joined() && joining.elapsed() < cfg.renew_deadline {
+        while !self.shard.joined() && joining.elapsed() < cfg.lease.renew_deadline {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         self.tasks.push(tokio::spawn(crate::shard::follow::run(
@@ -160,7 +145,7 @@ impl Sharding {
             }
         }
         let cfg = self.shard.config();
-        let ring = members::Ring::new(lease_client, &cfg.namespace, &cfg.ring);
+        let ring = members::Ring::new(lease_client, &cfg.lease.namespace, &cfg.ring);
         ring.forget(&cfg.member).await;
     }
 }

@@ -53,16 +53,11 @@ pub struct ShardConfig {
     pub by: ShardBy,
     /// The ring's name (one per installation).
     pub ring: String,
-    /// Where its Leases are (the host's namespace).
-    pub namespace: String,
     /// This replica's member name.
     pub member: String,
-    /// Member Lease duration: how long a crashed member's part waits.
-    pub lease_duration: Duration,
-    /// How long a member keeps reconciling without renewing its Lease.
-    pub renew_deadline: Duration,
-    /// How often the ring is looked at and Leases renewed.
-    pub retry_period: Duration,
+    /// Its member Lease (`kwop-shard.<ring>.<member>` in the host's namespace), timed as the
+    /// leader's: its lease duration is how long a crashed member's part waits.
+    pub lease: crate::leader::ElectionConfig,
 }
 
 /// This replica's part of the work.
@@ -252,7 +247,7 @@ impl Shard {
 
     /// Takes part in the ring until `stop`, then leaves it (gives everything up, and says so).
     pub async fn run(self: Arc<Self>, client: kube::Client, stop: tokio_util::sync::CancellationToken) {
-        let mut ring = members::Ring::new(client, &self.config.namespace, &self.config.ring);
+        let mut ring = members::Ring::new(client, &self.config.lease.namespace, &self.config.ring);
         let me = self.config.member.clone();
         loop {
             if let Err(e) = self.step(&mut ring, &me).await {
@@ -262,7 +257,7 @@ impl Shard {
             let pause = if self.confirmed.load(Ordering::Acquire) == u64::MAX {
                 Duration::from_millis(200)
             } else {
-                self.config.retry_period
+                self.config.lease.retry_period
             };
             tokio::select! {
                 _ = stop.cancelled() => break,
@@ -347,11 +342,15 @@ mod tests {
         let config = ShardConfig {
             by: ShardBy::Namespace,
             ring: "r".into(),
-            namespace: "n".into(),
             member: "m".into(),
-            lease_duration: Duration::from_secs(15),
-            renew_deadline: Duration::from_secs(10),
-            retry_period: Duration::from_secs(2),
+            lease: crate::leader::ElectionConfig {
+                namespace: "n".into(),
+                name: "kwop-shard.r.m".into(),
+                identity: "m".into(),
+                lease_duration: Duration::from_secs(15),
+                renew_deadline: Duration::from_secs(10),
+                retry_period: Duration::from_secs(2),
+            },
         };
         (Shard::new(config, lease.clone()), lease)
     }
