@@ -128,6 +128,8 @@ async fn a_resync_of_an_in_sync_world_writes_nothing_calls_no_plugin_and_drift_i
     let writes_before = apiserver_writes(&plane, &resources)?;
     let reconciles_before = host.metric("kwop_reconcile_total", &[])?;
     let calls_before = host.metric(calls, &[])?;
+    let queued = "kwop_reconcile_duration_seconds_count";
+    let queued_before = host.metric(queued, &[])?;
     tokio::time::sleep(Duration::from_secs(5)).await;
     let writes_after = apiserver_writes(&plane, &resources)?;
     let reconciles_after = host.metric("kwop_reconcile_total", &[])?;
@@ -142,6 +144,8 @@ async fn a_resync_of_an_in_sync_world_writes_nothing_calls_no_plugin_and_drift_i
     // Memoized: nothing the reconciles depend on changed, so the plugin was not called at all.
     assert_eq!(host.metric(calls, &[])? - calls_before, 0.0, "plugin calls during resyncs of an in-sync world");
     assert!(unchanged >= 60.0, "reconciles answered from the memo: {unchanged}");
+    // ...and checked where they stand: no in-sync primary went through the queue and a worker.
+    assert_eq!(host.metric(queued, &[])? - queued_before, 0.0, "in-sync primaries queued by the resync");
 
     // Drift changes a resourceVersion, so it is still corrected: a hand-edited Deployment...
     let deps: Api<Deployment> = Api::namespaced(client.clone(), &ns);

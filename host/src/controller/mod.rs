@@ -12,6 +12,7 @@ mod pacer;
 pub mod queue;
 pub mod reads;
 mod reconcile;
+mod resync;
 mod seen;
 mod shadowing;
 mod writes;
@@ -403,12 +404,6 @@ impl Inner {
         }
     }
 
-    /// Re-queues every primary at the configured rate (see [`pacer`]: a new pass never
-    /// restarts an unfinished one from the beginning).
-    pub(crate) fn requeue_all(self: &Arc<Self>) {
-        self.pacer.push_all(self.primary.store.state().iter().map(|o| o.key().clone()));
-    }
-
     async fn run(self: Arc<Self>, workers: TaskTracker) {
         let name = self.plugin.load().info.name.clone();
         // Wait for every cache to be listed once (sample-controller's WaitForCacheSync).
@@ -439,7 +434,7 @@ impl Inner {
         loop {
             tokio::select! {
                 _ = self.stop.cancelled() => return,
-                _ = resync.tick(), if !period.is_zero() => self.requeue_all(),
+                _ = resync.tick(), if !period.is_zero() => self.resync().await,
                 true = shard_changed(shard.as_mut()) => self.requeue_all(),
                 _ = report.tick() => {
                     let name = self.plugin.load().info.name.clone();

@@ -91,12 +91,7 @@ impl Inner {
             None => None,
         };
         let owner = Owner { uid: &uid, namespace: ns.as_deref(), name: &key.name, plugin: name };
-        let mut seen = Seen::default();
-        for g in &plugin.info.owns {
-            for o in self.caches.belonging_to(g, &owner, plugin.info.owns_across(g)) {
-                seen.record(g, &o);
-            }
-        }
+        let seen = self.seen(&cached, &plugin);
         // Being deleted: `finalize` if the plugin finalizes and its finalizer is still there;
         // otherwise it is left to its other finalizers (`controller::finalizing`).
         if cached.deleting() {
@@ -114,7 +109,7 @@ impl Inner {
             view = view.keeping_answers();
         }
         // Nothing the last in-sync reconcile depended on changed: it would decide the same (`memo`).
-        let memoize = self.shared.config.memoize && self.shared.recorder.is_none() && plugin.shadow.is_none();
+        let memoize = self.memoizes(&plugin);
         let versions = memoize.then(|| RequestVersions::of(&cached, &seen));
         if let Some(v) = &versions {
             if self.memo.unchanged(key, &plugin, v, &view) {

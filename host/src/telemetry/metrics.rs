@@ -328,4 +328,11 @@ impl Metrics {
     pub fn result(&self, p: &str, r: &str) {
         self.reconciles.get_or_create(&ResultLabels { plugin: p.to_string(), result: r.to_string() }).inc();
     }
+
+    /// Counts `n` reconcile results at once (a resync's in-place memo hits).
+    pub fn results(&self, p: &str, r: &str, n: u64) {
+        if n > 0 {
+            self.reconciles.get_or_create(&ResultLabels { plugin: p.to_string(), result: r.to_string() }).inc_by(n);
+        }
+    }
 }

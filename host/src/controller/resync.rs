@@ -1,0 +1,101 @@
+//! The periodic resync: a primary whose memoized reconcile still holds is checked where it
+//! stands, and only the others are queued.
+//!
+//! A queued resync of an in-sync primary ends at the memo check anyway (`memo`); going through the
+//! pacer, the queue and a worker to get there cost more than the check (issue 17: 12 000 passes a
+//! window, each a timer tick, a queue wake-up, a span and metrics). The check here is the same
+//! one, on the same inputs, so what it lets through is exactly what a queued reconcile would have
+//! answered from the memo; everything else (no entry, a changed version, a primary being deleted,
+//! memoizing off) is queued at the pacer's rate as before. Relists and shard changes still queue
+//! every primary: they are when events may have been missed.
+
+use super::memo::RequestVersions;
+use super::reads::RecordingCache;
+use super::seen::Seen;
+use super::Inner;
+use crate::outcome::tracking::Owner;
+use crate::plugin::LoadedPlugin;
+use crate::watch::Cached;
+use std::sync::Arc;
+
+/// Primaries checked between two yields to the runtime.
+const CHUNK: usize = 256;
+
+impl Inner {
+    /// Re-queues every primary at the configured rate (see [`super::pacer`]: a new pass never
+    /// restarts an unfinished one from the beginning).
+    pub(crate) fn requeue_all(self: &Arc<Self>) {
+        self.pacer.push_all(self.primary.store.state().iter().map(|o| o.key().clone()));
+    }
+
+    /// One resync pass: queues the primaries whose last in-sync reconcile no longer holds.
+    pub(super) async fn resync(self: &Arc<Self>) {
+        let plugin = self.plugin.load_full();
+        if !self.memoizes(&plugin) {
+            return self.requeue_all();
+        }
+        let primaries = self.primary.store.state();
+        let mut stale = Vec::new();
+        let mut unchanged = 0u64;
+        for chunk in primaries.chunks(CHUNK) {
+            for cached in chunk {
+                if self.still_in_sync(cached, &plugin) {
+                    unchanged += 1;
+                } else {
+                    stale.push(cached.key().clone());
+                }
+            }
+            if self.stop.is_cancelled() {
+                return;
+            }
+            tokio::task::yield_now().await;
+        }
+        self.shared.metrics.results(&plugin.info.name, "unchanged", unchanged);
+        tracing::debug!(plugin = %plugin.info.name, unchanged, queued = stale.len(), "resync");
+        self.pacer.push_all(stale);
+    }
+
+    /// Whether reconciles of this plugin may be answered from the memo.
+    pub(super) fn memoizes(&self, plugin: &LoadedPlugin) -> bool {
+        self.shared.config.memoize && self.shared.recorder.is_none() && plugin.shadow.is_none()
+    }
+
+    /// What `cached`'s plugin would be given as owned objects.
+    pub(super) fn seen<'a>(&self, cached: &Cached, plugin: &'a LoadedPlugin) -> Seen<'a> {
+        let owner = Owner {
+            uid: cached.uid(),
+            namespace: cached.namespace(),
+            name: &cached.key().name,
+            plugin: &plugin.info.name,
+        };
+        let mut seen = Seen::default();
+        for g in &plugin.info.owns {
+            for o in self.caches.belonging_to(g, &owner, plugin.info.owns_across(g)) {
+                seen.record(g, &o);
+            }
+        }
+        seen
+    }
+
+    /// Whether a queued reconcile of `cached` would end without calling the plugin: outside the
+    /// plugin's namespaces or this replica's shard (it would do nothing), or its memo entry
+    /// still holds. A miss forgets the entry, as in a reconcile.
+    fn still_in_sync(&self, cached: &Arc<Cached>, plugin: &Arc<LoadedPlugin>) -> bool {
+        let key = cached.key();
+        if !plugin.grants.namespaces.acts_on(key.namespace.as_deref()) {
+            return true;
+        }
+        if cached.deleting() {
+            return false;
+        }
+        if let Some(shard) = &self.shared.shard {
+            if !shard.holds(cached.namespace(), cached.uid()) {
+                return true;
+            }
+        }
+        let seen = self.seen(cached, plugin);
+        let view =
+            RecordingCache::new(self.caches.clone(), cached.namespace().map(str::to_string), plugin.grants.clone());
+        self.memo.unchanged(key, plugin, &RequestVersions::of(cached, &seen), &view)
+    }
+}
