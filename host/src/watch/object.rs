@@ -45,7 +45,7 @@ pub struct Cached {
     /// `metadata.finalizers` (usually none).
     finalizers: Box<[Box<str>]>,
     /// The `managedFields` entries kept by the watch (kwop's own status entries, for the
-    /// applier), as JSON text: parsed, each `fieldsV1` is a tree of maps (~2.5 KB of allocations
+    /// applier), as JSON text: parsed, each `fieldsV1` is a tree of maps (estimated ~2.5 KB of allocations
     /// for a Foo's status with its conditions), and only a status write ever reads them. Not part
     /// of what plugins see.
     managed_fields: Option<Box<str>>,
