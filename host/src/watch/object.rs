@@ -45,15 +45,18 @@ pub struct Cached {
     /// `metadata.finalizers` (usually none).
     finalizers: Box<[Box<str>]>,
     /// The `managedFields` entries kept by the watch (kwop's own status entries, for the
-    /// applier); not part of what plugins see.
-    managed_fields: Option<Box<[ManagedFieldsEntry]>>,
+    /// applier), as JSON text: parsed, each `fieldsV1` is a tree of maps (estimated ~2.5 KB of allocations
+    /// for a Foo's status with its conditions), and only a status write ever reads them. Not part
+    /// of what plugins see.
+    managed_fields: Option<Box<str>>,
     json: Box<str>,
 }
 
 impl Cached {
     /// The compact form of `o` (whose `managedFields` are kept aside, not in the JSON).
     pub fn new(mut o: DynamicObject) -> Self {
-        let managed_fields = o.metadata.managed_fields.take().map(Vec::into_boxed_slice);
+        let managed_fields =
+            o.metadata.managed_fields.take().and_then(|m| serde_json::to_string(&m).ok()).map(String::into_boxed_str);
         let json = serde_json::to_string(&o).unwrap_or_default().into_boxed_str();
         let mut labels: Vec<(Box<str>, Box<str>)> =
             o.labels().iter().map(|(k, v)| (k.as_str().into(), v.as_str().into())).collect();
@@ -173,7 +176,11 @@ impl Cached {
             tracing::error!(object = %self.key, "cached object does not parse: {e}");
             DynamicObject { types: None, metadata: Default::default(), data: serde_json::Value::Null }
         });
-        o.metadata.managed_fields = self.managed_fields.as_ref().map(|m| m.to_vec());
+        o.metadata.managed_fields = self.managed_fields.as_deref().and_then(|m| {
+            serde_json::from_str::<Vec<ManagedFieldsEntry>>(m)
+                .map_err(|e| tracing::error!(object = %self.key, "cached managedFields do not parse: {e}"))
+                .ok()
+        });
         o
     }
 }
@@ -289,7 +296,8 @@ mod tests {
                     {"apiVersion": "v1", "kind": "X", "name": "x", "uid": "other"},
                     {"apiVersion": "samplecontroller.k8s.io/v1alpha1", "kind": "Foo", "name": "f", "uid": "fu", "controller": true}
                 ],
-                "managedFields": [{"manager": "kwop-foo", "operation": "Apply", "subresource": "status"}]
+                "managedFields": [{"manager": "kwop-foo", "operation": "Apply", "subresource": "status",
+                    "fieldsType": "FieldsV1", "fieldsV1": {"f:status": {"f:availableReplicas": {}}}}]
             },
             "spec": {"replicas": 2}
         }))
@@ -307,7 +315,11 @@ mod tests {
         assert!(plugin_sees["metadata"].get("managedFields").is_none());
         assert_eq!(plugin_sees["spec"]["replicas"], 2);
         let whole = c.object();
-        assert_eq!(whole.metadata.managed_fields.map(|m| m.len()), Some(1));
+        let kept = whole.metadata.managed_fields.unwrap_or_default();
+        assert_eq!(kept.len(), 1);
+        assert_eq!(kept[0].manager.as_deref(), Some("kwop-foo"));
+        let fields = kept[0].fields_v1.as_ref().map(|f| f.0.clone());
+        assert_eq!(fields, Some(serde_json::json!({"f:status": {"f:availableReplicas": {}}})));
         assert_eq!(whole.data["spec"]["replicas"], 2);
     }
 
