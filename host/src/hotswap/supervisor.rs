@@ -62,6 +62,8 @@ pub struct Supervisor {
     pub(super) active: bool,
     pub(super) shutdown: Option<oneshot::Sender<()>>,
     scanning: bool,
+    /// Reuses the hashes of files unchanged since the last scan.
+    scanner: folder::Scanner,
     /// A [`Command::RescanNow`] came while a scan ran: scan again as soon as it reports.
     rescan_again: bool,
     rescan_at: Option<Instant>,
@@ -102,6 +104,7 @@ impl Supervisor {
             active: false,
             shutdown: None,
             scanning: false,
+            scanner: folder::Scanner::default(),
             rescan_again: false,
             rescan_at: None,
             events: mpsc::unbounded_channel(),
@@ -223,8 +226,9 @@ impl Supervisor {
         }
         self.scanning = true;
         let tx = self.events.0.clone();
+        let scanner = self.scanner.clone();
         tokio::spawn(async move {
-            let r = tokio::task::spawn_blocking(move || folder::scan(&dir))
+            let r = tokio::task::spawn_blocking(move || scanner.scan(&dir))
                 .await
                 .unwrap_or_else(|e| Err(std::io::Error::other(e.to_string())));
             let _ = tx.send(Event::Scanned(r));

@@ -3,6 +3,7 @@
 
 use super::admission::Admission;
 use super::inflight::InFlight;
+use super::ticker::Ticker;
 use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -106,6 +107,8 @@ pub struct PluginEngine {
     pub admission: Admission,
     /// Calls running now.
     pub calls: Arc<InFlight>,
+    /// Advances the epoch while any store exists.
+    pub(crate) ticker: Arc<Ticker>,
 }
 
 impl Drop for PluginEngine {
@@ -169,19 +172,14 @@ impl PluginEngine {
         }
         let engine = Engine::new(&c).map_err(|e| anyhow::anyhow!("{e:#}"))?;
         let weak = engine.weak();
-        if std::env::var_os(FAULT_ENV).is_some_and(|v| v == FAULT_STOP_EPOCH) {
+        let ticker = if std::env::var_os(FAULT_ENV).is_some_and(|v| v == FAULT_STOP_EPOCH) {
             // Fault injection (tests): the interruption machinery broken, so a looping plugin
             // really gets stuck and `/healthz` must say so.
             tracing::warn!("{FAULT_ENV}={FAULT_STOP_EPOCH}: the epoch never advances, deadlines are not enforced inside plugin code (fault injection for tests; never set it in production)");
+            Ticker::stopped()
         } else {
-            std::thread::Builder::new().name("kwop-epoch".into()).spawn(move || loop {
-                std::thread::sleep(EPOCH_TICK);
-                match weak.upgrade() {
-                    Some(e) => e.increment_epoch(),
-                    None => return,
-                }
-            })?;
-        }
+            Ticker::start(weak, EPOCH_TICK)?
+        };
         let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).max(2);
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(threads)
@@ -196,6 +194,7 @@ impl PluginEngine {
             runtime: Some(runtime),
             admission: Admission::new(instances, budget, STACK_BYTES),
             calls: Arc::new(InFlight::default()),
+            ticker,
         }))
     }
 

@@ -23,6 +23,7 @@ mod output;
 pub mod precompiled;
 pub mod sandbox;
 mod session;
+pub mod ticker;
 pub mod wasi;
 pub mod world;
 

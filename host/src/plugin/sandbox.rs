@@ -129,6 +129,8 @@ pub struct HostState {
     pub(crate) deadline_at: Instant,
     stdout: Captured,
     stderr: Captured,
+    /// Keeps the epoch ticking while this store exists (`ticker`).
+    _ticking: super::ticker::Ticking,
 }
 
 impl HostState {
@@ -177,6 +179,7 @@ pub(crate) fn new_store(engine: &PluginEngine, limits: &Limits, ctx: CallContext
         deadline_at: Instant::now() + limits.deadline,
         stdout,
         stderr,
+        _ticking: engine.ticker.hold(),
     };
     let mut store = Store::new(&engine.engine, state);
     store.limiter(|s| &mut s.limiter);
