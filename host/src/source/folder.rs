@@ -149,7 +149,7 @@ mod tests {
         let a = dir.join("a.wasm");
         std::fs::write(&a, b"one").unwrap_or_else(|e| panic!("{e}"));
         let scanner = Scanner::default();
-        let first = scanner.scan(&dir).unwrap_or_else(|e| panic!("{e}"));
+        scanner.scan(&dir).unwrap_or_else(|e| panic!("{e}"));
         // Still for longer than SETTLED (by its change time, which cannot be set back).
         std::thread::sleep(SETTLED + std::time::Duration::from_secs(1));
         let first = scanner.scan(&dir).unwrap_or_else(|e| panic!("{e}"));
