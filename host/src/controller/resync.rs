@@ -21,6 +21,16 @@ use std::sync::Arc;
 /// Primaries checked between two yields to the runtime.
 const CHUNK: usize = 256;
 
+/// What a queued reconcile of a primary would have done, as the resync sees it.
+enum Check {
+    /// Nothing, uncounted: outside the plugin's namespaces or this replica's shard.
+    Skip,
+    /// Answered from the memo (counted as `unchanged`, as a reconcile counts it).
+    Unchanged,
+    /// Called the plugin or more: queue it.
+    Queue,
+}
+
 impl Inner {
     /// Re-queues every primary at the configured rate (see [`super::pacer`]: a new pass never
     /// restarts an unfinished one from the beginning).
@@ -39,10 +49,10 @@ impl Inner {
         let mut unchanged = 0u64;
         for chunk in primaries.chunks(CHUNK) {
             for cached in chunk {
-                if self.still_in_sync(cached, &plugin) {
-                    unchanged += 1;
-                } else {
-                    stale.push(cached.key().clone());
+                match self.check(cached, &plugin) {
+                    Check::Skip => {}
+                    Check::Unchanged => unchanged += 1,
+                    Check::Queue => stale.push(cached.key().clone()),
                 }
             }
             if self.stop.is_cancelled() {
@@ -77,25 +87,27 @@ impl Inner {
         seen
     }
 
-    /// Whether a queued reconcile of `cached` would end without calling the plugin: outside the
-    /// plugin's namespaces or this replica's shard (it would do nothing), or its memo entry
-    /// still holds. A miss forgets the entry, as in a reconcile.
-    fn still_in_sync(&self, cached: &Arc<Cached>, plugin: &Arc<LoadedPlugin>) -> bool {
+    /// What a queued reconcile of `cached` would do, short of calling the plugin: the same
+    /// checks in the same order as `reconcile`. A memo miss forgets the entry, as there.
+    fn check(&self, cached: &Arc<Cached>, plugin: &Arc<LoadedPlugin>) -> Check {
         let key = cached.key();
         if !plugin.grants.namespaces.acts_on(key.namespace.as_deref()) {
-            return true;
-        }
-        if cached.deleting() {
-            return false;
+            return Check::Skip;
         }
         if let Some(shard) = &self.shared.shard {
             if !shard.holds(cached.namespace(), cached.uid()) {
-                return true;
+                return Check::Skip;
             }
+        }
+        if cached.deleting() {
+            return Check::Queue;
         }
         let seen = self.seen(cached, plugin);
         let view =
             RecordingCache::new(self.caches.clone(), cached.namespace().map(str::to_string), plugin.grants.clone());
-        self.memo.unchanged(key, plugin, &RequestVersions::of(cached, &seen), &view)
+        match self.memo.unchanged(key, plugin, &RequestVersions::of(cached, &seen), &view) {
+            true => Check::Unchanged,
+            false => Check::Queue,
+        }
     }
 }

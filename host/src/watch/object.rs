@@ -45,9 +45,9 @@ pub struct Cached {
     /// `metadata.finalizers` (usually none).
     finalizers: Box<[Box<str>]>,
     /// The `managedFields` entries kept by the watch (kwop's own status entries, for the
-    /// applier), as JSON text: parsed, each `fieldsV1` is a tree of maps (estimated ~2.5 KB of allocations
-    /// for a Foo's status with its conditions), and only a status write ever reads them. Not part
-    /// of what plugins see.
+    /// applier), as JSON text: parsed, each `fieldsV1` is a tree of maps (~3.2 KB per Foo with
+    /// two conditions, measured in BENCHMARKS.md's memory figure), and only writes read them.
+    /// Not part of what plugins see.
     managed_fields: Option<Box<str>>,
     json: Box<str>,
 }
