@@ -7,7 +7,6 @@ mod offline;
 mod replay;
 mod run;
 pub mod sharding;
-pub mod units;
 mod validate;
 pub mod webhook;
 
@@ -68,11 +67,11 @@ pub enum Command {
 pub struct SandboxArgs {
     /// Wall-clock budget of one call into a plugin, info() and reconcile alike (e.g. 1s, 500ms):
     /// instantiation and time inside host imports included.
-    #[arg(long, default_value = "1s", value_parser = units::duration, env = "KWOP_PLUGIN_TIMEOUT")]
+    #[arg(long, default_value = "1s", value_parser = crate::vocab::units::duration, env = "KWOP_PLUGIN_TIMEOUT")]
     pub plugin_timeout: Duration,
     /// Memory one plugin instance may use, all its linear memories and tables together (e.g.
     /// 64Mi, 256Mi).
-    #[arg(long, default_value = "64Mi", value_parser = units::bytes, env = "KWOP_PLUGIN_MEMORY")]
+    #[arg(long, default_value = "64Mi", value_parser = crate::vocab::units::bytes, env = "KWOP_PLUGIN_MEMORY")]
     pub plugin_memory: usize,
     /// Folder of the precompiled-component cache [default: $XDG_CACHE_HOME/kwop/precompiled].
     #[arg(long, env = "KWOP_CACHE_DIR")]
@@ -80,7 +79,7 @@ pub struct SandboxArgs {
     /// Size cap of the precompiled-component cache (e.g. 512MiB, 2Gi): after each write the least
     /// recently used entries are deleted until the cache fits (the entry just written is always
     /// kept; other files in the folder are left alone). 0 disables the cap.
-    #[arg(long, default_value = "1GiB", value_name = "SIZE", value_parser = units::bytes, env = "KWOP_PRECOMPILE_CACHE_MAX")]
+    #[arg(long, default_value = "1GiB", value_name = "SIZE", value_parser = crate::vocab::units::bytes, env = "KWOP_PRECOMPILE_CACHE_MAX")]
     pub precompile_cache_max: usize,
     /// Do not cache compiled components on disk.
     #[arg(long)]
@@ -118,7 +117,7 @@ pub struct RunArgs {
     #[arg(long = "insecure-registry", value_name = "HOST[:PORT]")]
     pub insecure_registries: Vec<String>,
     /// The largest component pulled from a registry (checked from the manifest before download).
-    #[arg(long, default_value = "128Mi", value_parser = units::bytes)]
+    #[arg(long, default_value = "128Mi", value_parser = crate::vocab::units::bytes)]
     pub max_plugin_size: usize,
     /// Record every reconcile's inputs and outcome into this folder (one fixture folder per
     /// reconcile, under one folder per plugin), for `kwop plugin replay` and `kwop plugin test`.
@@ -126,12 +125,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "DIR")]
     pub record: Option<std::path::PathBuf>,
     /// Stop recording once the recordings written by this process reach this size.
-    #[arg(long, default_value = "256Mi", value_parser = units::bytes)]
+    #[arg(long, default_value = "256Mi", value_parser = crate::vocab::units::bytes)]
     pub record_max: usize,
     /// The most memory any plugin may get, through --plugin-memory, --plugin-limit or a
     /// ReconcilerPlugin's spec.limits.memory (sizes the sandbox's memory slots) [default: the
     /// largest of those limits, at least 256Mi with --reconciler-plugins, else 64Mi].
-    #[arg(long, value_parser = units::bytes)]
+    #[arg(long, value_parser = crate::vocab::units::bytes)]
     pub plugin_memory_max: Option<usize>,
     /// Kubeconfig file [default: the files listed in $KUBECONFIG (merged, as kubectl does), else
     /// ~/.kube/config, else the in-cluster service account].
@@ -163,32 +162,32 @@ pub struct RunArgs {
     #[arg(long, default_value = "kwop-leader")]
     pub leader_election_id: String,
     /// Lease duration: how long a crashed leader blocks the standby.
-    #[arg(long, default_value = "15s", value_parser = units::duration)]
+    #[arg(long, default_value = "15s", value_parser = crate::vocab::units::duration)]
     pub leader_lease_duration: Duration,
     /// How long the leader keeps writing without a successful renewal; past it, it stops writing
     /// and steps down — always before another replica can take over [default: 2/3 of the lease
     /// duration, i.e. 10s of 15s, as client-go].
-    #[arg(long, value_parser = units::duration)]
+    #[arg(long, value_parser = crate::vocab::units::duration)]
     pub leader_renew_deadline: Option<Duration>,
     /// How often candidates try to acquire, and the leader to renew, the lease [default: the lease
     /// duration / 7.5, i.e. 2s of 15s].
-    #[arg(long, value_parser = units::duration)]
+    #[arg(long, value_parser = crate::vocab::units::duration)]
     pub leader_retry_period: Option<Duration>,
     /// How long removing or replacing a plugin, losing leadership or SIGTERM waits for running
     /// reconciles before abandoning them (the next leader or version reconciles again). Keep it
     /// below the pod's terminationGracePeriodSeconds.
-    #[arg(long, default_value = "10s", value_parser = units::duration)]
+    #[arg(long, default_value = "10s", value_parser = crate::vocab::units::duration)]
     pub shutdown_grace: Duration,
     /// How long the deletion of a primary may wait on a `finalize` that keeps saying not yet
     /// before a Warning event `FinalizeWaiting` and the condition `Finalized` say so.
-    #[arg(long, default_value = "2m", value_parser = units::duration)]
+    #[arg(long, default_value = "2m", value_parser = crate::vocab::units::duration)]
     pub finalize_patience: Duration,
     /// Concurrent reconciles per plugin.
     #[arg(long, default_value_t = 4)]
     pub workers: usize,
     /// Re-check every object this often even without changes (costs no writes when in sync); 0
     /// turns the resync off.
-    #[arg(long, default_value = "5m", value_parser = units::duration)]
+    #[arg(long, default_value = "5m", value_parser = crate::vocab::units::duration)]
     pub resync_period: Duration,
     /// Skip the plugin call for a primary when nothing its last in-sync reconcile depended on
     /// has changed: the resourceVersions of the primary, of what it owns and of what it read, the
@@ -202,13 +201,13 @@ pub struct RunArgs {
     /// Limits for one plugin (by its info() name), overriding --plugin-timeout/--plugin-memory,
     /// e.g. `--plugin-limit guest-foo-py:memory=128Mi,timeout=2s`. Repeatable. A name that no
     /// loaded plugin has is reported (log and /plugins).
-    #[arg(long = "plugin-limit", value_name = "NAME:memory=SIZE,timeout=DURATION", value_parser = units::plugin_limit)]
-    pub plugin_limits: Vec<units::PluginLimit>,
+    #[arg(long = "plugin-limit", value_name = "NAME:memory=SIZE,timeout=DURATION", value_parser = crate::vocab::units::plugin_limit)]
+    pub plugin_limits: Vec<crate::vocab::units::PluginLimit>,
     /// Memory all running plugin instances together may hold; reconciles wait for their share
     /// (each reserves its plugin's memory limit plus a 2 MiB stack while it runs), so plugins
     /// can never get the pod OOM-killed [default: half of the container's memory limit (cgroup
     /// memory.max), else half of the machine's memory].
-    #[arg(long, value_parser = units::bytes, env = "KWOP_PLUGIN_MEMORY_BUDGET")]
+    #[arg(long, value_parser = crate::vocab::units::bytes, env = "KWOP_PLUGIN_MEMORY_BUDGET")]
     pub plugin_memory_budget: Option<usize>,
     /// Admission webhooks.
     #[command(flatten)]
@@ -387,7 +386,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => run::run(args),
         Command::Plugin(cmd) => offline::plugin(cmd),
-        Command::Crd => crate::source::crd::crd_yaml().map_err(anyhow::Error::from).map(|y| {
+        Command::Crd => crate::vocab::crd::crd_yaml().map_err(anyhow::Error::from).map(|y| {
             print!("{y}");
             ExitCode::SUCCESS
         }),

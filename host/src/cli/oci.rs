@@ -1,6 +1,6 @@
 //! `kwop plugin push | pull`: plugin components to and from OCI registries (the wasm layout).
 
-use super::{units, SandboxArgs};
+use super::SandboxArgs;
 use crate::source::oci::{self, Auth, OciConfig};
 use anyhow::{anyhow, Context};
 use clap::Args;
@@ -53,10 +53,10 @@ pub struct RegistryArgs {
     pub docker_config: Option<PathBuf>,
     /// The largest component to send or accept (e.g. 128MiB); a pull checks it from the
     /// manifest, before downloading.
-    #[arg(long, value_name = "SIZE", default_value = "128MiB", value_parser = units::bytes)]
+    #[arg(long, value_name = "SIZE", default_value = "128MiB", value_parser = crate::vocab::units::bytes)]
     pub max_size: usize,
     /// The most the whole push or pull may take (e.g. 60s, 5m).
-    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = units::duration)]
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = crate::vocab::units::duration)]
     pub timeout: Duration,
 }
 

@@ -1,8 +1,9 @@
 //! `kwop plugin inspect | reconcile | test | list`: plugins without a cluster (push and pull: `oci`).
 
 use super::{PluginCommand, SandboxArgs};
-use crate::kinds::Gvk;
-use crate::outcome::{self, tracking, FenceContext, OutcomeLimits};
+use crate::vocab::Gvk;
+use crate::outcome::{self, FenceContext, OutcomeLimits};
+use crate::vocab::tracking;
 use crate::plugin::{EngineConfig, Limits, LoadedPlugin, PluginEngine, PrimaryScope, Request, StaticCache};
 use crate::schema::Schemas;
 use anyhow::{anyhow, bail, Context};

@@ -3,7 +3,7 @@
 
 use super::offline::{namespaced, place_in_namespaces};
 use crate::admission::decide::{self, Verdict};
-use crate::admission::FailurePolicy;
+use crate::vocab::FailurePolicy;
 use crate::plugin::{AdmissionRequest, CallSpec, LoadedPlugin, Operation, PrimaryScope, StaticCache};
 use crate::schema::Schemas;
 use serde_json::{json, Value};

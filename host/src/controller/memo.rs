@@ -22,7 +22,7 @@
 
 use super::reads::{Reads, RecordingCache};
 use super::seen::Seen;
-use crate::kinds::Gvk;
+use crate::vocab::Gvk;
 use crate::plugin::LoadedPlugin;
 use crate::watch::Cached;
 use crate::watch::ObjectKey;

@@ -10,10 +10,10 @@
 //!
 //! The same record is what a memoized reconcile needs to know that nothing it depends on changed.
 
-use crate::kinds::Gvk;
+use crate::vocab::Gvk;
 use crate::plugin::{read_namespace, CacheView, QueryTooLarge};
-use crate::source::grants::Grants;
-use crate::watch::selector::Selector;
+use crate::vocab::grants::Grants;
+use crate::vocab::selector::Selector;
 use crate::watch::Cached;
 use crate::watch::{Caches, ObjectKey};
 use std::collections::{HashMap, HashSet};
@@ -339,7 +339,7 @@ mod tests {
 
     #[test]
     fn reads_stay_within_the_grants_namespace_objects_included_and_an_across_kind_reaches_where_it_writes() {
-        use crate::source::grants::{Grants, Namespaces};
+        use crate::vocab::grants::{Grants, Namespaces};
         use crate::watch::KindCache;
         let namespace = Gvk::new("", "v1", "Namespace");
         let cm = Gvk::new("", "v1", "ConfigMap");

@@ -13,7 +13,7 @@ use super::memo::RequestVersions;
 use super::reads::RecordingCache;
 use super::seen::Seen;
 use super::Inner;
-use crate::outcome::tracking::Owner;
+use crate::vocab::tracking::Owner;
 use crate::plugin::LoadedPlugin;
 use crate::watch::Cached;
 use std::sync::Arc;

@@ -4,7 +4,7 @@
 use super::report::{Identity, Report, State};
 use super::supervisor::{Event, Supervisor};
 use crate::controller::Controller;
-use crate::kinds::Gvk;
+use crate::vocab::Gvk;
 use std::sync::Arc;
 use tokio::time::Instant;
 

@@ -4,12 +4,11 @@ use super::bindings::{self, v01, v02};
 use super::call;
 use super::compile::compile;
 use super::engine::PluginEngine;
-use super::info::PluginInfo;
 use super::limits::{LimitSet, Limits};
 use super::sandbox::{self, CallContext, CallError, HostState};
 use super::wasi::Determinism;
 use super::world::{Pre, World};
-use crate::kinds::Gvk;
+use crate::vocab::Gvk;
 use sha2::{Digest, Sha256};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -75,7 +74,7 @@ pub struct LoadedPlugin {
     pub from_cache: bool,
     /// What it may touch: its own declaration in folder mode, what the admin granted for a
     /// ReconcilerPlugin (checked against the declaration before it starts).
-    pub grants: Arc<crate::source::grants::Grants>,
+    pub grants: Arc<crate::vocab::grants::Grants>,
     /// A candidate run in shadow beside it (`ReconcilerPlugin.spec.candidate`).
     pub shadow: Option<Arc<crate::shadow::Candidate>>,
     engine: Arc<PluginEngine>,
@@ -241,7 +240,7 @@ impl LoadedPlugin {
         tracing::debug!(plugin = %info.name, %sha256, from_cache, info_ms = stats.elapsed.as_millis() as u64, "plugin loaded");
         Ok(LoadedPlugin {
             readable: Arc::new(info.readable().cloned().collect()),
-            grants: Arc::new(crate::source::grants::Grants::from_info(&info)),
+            grants: Arc::new(crate::vocab::grants::Grants::from_info(&info)),
             name: Arc::from(info.name.as_str()),
             shadow: None,
             info,

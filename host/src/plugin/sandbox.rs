@@ -12,7 +12,7 @@ use super::limits::{Limits, TABLE_ELEMENT_BYTES};
 use super::output::Captured;
 use super::wasi::{self, Determinism};
 use super::wit;
-use crate::kinds::Gvk;
+use crate::vocab::Gvk;
 use std::collections::HashSet;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;

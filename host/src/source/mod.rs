@@ -6,12 +6,10 @@
 //! reports back; a source never starts anything itself.
 
 pub mod cluster;
-pub mod crd;
 pub mod folder;
-pub mod grants;
 pub mod oci;
 
-use grants::Grants;
+use crate::vocab::grants::Grants;
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 use std::path::PathBuf;
@@ -54,7 +52,7 @@ pub struct Entry {
     pub candidate: Option<CandidateSource>,
     /// Its admission failure policy (`spec.admission.failurePolicy`; the host's default if
     /// unset).
-    pub failure_policy: Option<crate::admission::FailurePolicy>,
+    pub failure_policy: Option<crate::vocab::FailurePolicy>,
 }
 
 /// A candidate component as a source offers it.

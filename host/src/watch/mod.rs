@@ -9,7 +9,6 @@ pub mod discovery;
 pub mod object;
 mod owners;
 pub mod pool;
-pub mod selector;
 
 pub use caches::{Caches, KindCache, WatchEvent};
 pub use discovery::{resolve, Resolved};

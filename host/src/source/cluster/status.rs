@@ -5,7 +5,7 @@
 use super::fetch::{FetchError, Fetched};
 use crate::hotswap::{Report, State};
 use crate::shadow::stats::CandidateState;
-use crate::source::crd::{CandidateStatus, PluginIdentity, ReconcilerPluginStatus, ResolvedSource};
+use crate::vocab::crd::{CandidateStatus, PluginIdentity, ReconcilerPluginStatus, ResolvedSource};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 
 /// What is known about one ReconcilerPlugin.
