@@ -5,7 +5,8 @@ use super::call;
 use super::compile::compile;
 use super::engine::PluginEngine;
 use super::limits::{LimitSet, Limits};
-use super::sandbox::{self, CallContext, CallError, HostState};
+use super::errors::{CallError, LoadError};
+use super::sandbox::{self, CallContext, HostState};
 use super::wasi::Determinism;
 use super::world::{Pre, World};
 use crate::vocab::Gvk;
@@ -15,50 +16,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
 use wasmtime::component::{HasSelf, Linker};
-
-/// Why a plugin file was not accepted.
-#[derive(Debug, thiserror::Error)]
-pub enum LoadError {
-    /// The file could not be read.
-    #[error("cannot read {path}: {source}")]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// The I/O error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// Not a WebAssembly component (truncated, corrupt, a core module, not wasm at all).
-    #[error("not a valid WebAssembly component: {0}")]
-    NotAComponent(String),
-    /// A valid component that declares more than the host's sandbox allows (e.g. a table larger
-    /// than the pool's slots, more memories than an instance may have).
-    #[error("component exceeds the host's sandbox limits: {0}")]
-    OverLimits(String),
-    /// A component, but not of the `kwop:reconciler@0.1.x` or `@0.2.x` world.
-    #[error("component does not implement the kwop:reconciler world (0.2.x or 0.1.x): {0}")]
-    WrongWorld(String),
-    /// `info()` trapped, looped or ran out of memory.
-    #[error("info() failed: {0}")]
-    Info(#[from] CallError),
-    /// `info()` returned something unusable.
-    #[error("info() returned an invalid description: {0}")]
-    InvalidInfo(String),
-}
-
-impl LoadError {
-    /// Short label for metrics.
-    pub fn label(&self) -> &'static str {
-        match self {
-            LoadError::Read { .. } => "read",
-            LoadError::NotAComponent(_) => "not_a_component",
-            LoadError::OverLimits(_) => "over_limits",
-            LoadError::WrongWorld(_) => "wrong_world",
-            LoadError::Info(_) => "info_failed",
-            LoadError::InvalidInfo(_) => "invalid_info",
-        }
-    }
-}
 
 /// A compiled, linked and validated plugin: ready to reconcile.
 pub struct LoadedPlugin {
