@@ -33,7 +33,7 @@ pub use cache_view::{read_namespace, CacheView, PrimaryScope, QueryTooLarge, Sta
 pub use engine::{EngineConfig, PluginEngine, Tuning};
 pub use limits::{LimitSet, Limits};
 pub use errors::{CallError, LoadError};
-pub use loader::{CallSpec, Compiled, LoadedPlugin};
+pub use loader::{Compiled, LoadedPlugin};
 pub use sandbox::RawResult;
 pub use session::Session;
-pub use world::{AdmissionRequest, Operation, RawFinalize, RawValidate, Request, World};
+pub use world::{AdmissionRequest, CallSpec, Operation, RawFinalize, RawValidate, Request, World};
