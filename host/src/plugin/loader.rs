@@ -33,7 +33,7 @@ pub struct LoadedPlugin {
     /// ReconcilerPlugin (checked against the declaration before it starts).
     pub grants: Arc<crate::vocab::grants::Grants>,
     /// A candidate run in shadow beside it (`ReconcilerPlugin.spec.candidate`).
-    pub shadow: Option<Arc<crate::shadow::Candidate>>,
+    pub shadow: Option<Arc<dyn super::Shadow>>,
     engine: Arc<PluginEngine>,
     pub(crate) pre: Pre,
     readable: Arc<HashSet<Gvk>>,

@@ -7,6 +7,7 @@
 //! under its plugin's deadline and memory limit, with deterministic WASI ([`wasi`]).
 
 pub mod admission;
+mod beside;
 mod bindings;
 pub mod cache_view;
 mod call;
@@ -28,6 +29,7 @@ pub mod ticker;
 pub mod wasi;
 pub mod world;
 
+pub use beside::{Shadow, ShadowCall};
 pub use bindings::wit;
 pub use cache_view::{read_namespace, CacheView, PrimaryScope, QueryTooLarge, StaticCache};
 pub use engine::{EngineConfig, PluginEngine, Tuning};
