@@ -6,7 +6,7 @@
 //! the primary's `status.conditions` (when its schema has them), and
 //! `kwop_finalize_total{result="error"|"failure"|"rejected"}`.
 
-use super::reads::RecordingCache;
+use crate::watch::view::RecordingCache;
 use super::reconcile::{warning, Next};
 use super::seen::Seen;
 use super::Inner;

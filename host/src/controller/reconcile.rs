@@ -2,7 +2,7 @@
 //! report → next.
 
 use super::memo::RequestVersions;
-use super::reads::RecordingCache;
+use crate::watch::view::RecordingCache;
 use super::seen::Seen;
 use super::Inner;
 use crate::vocab::tracking::{self, Owner};

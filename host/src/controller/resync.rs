@@ -10,7 +10,7 @@
 //! every primary: they are when events may have been missed.
 
 use super::memo::RequestVersions;
-use super::reads::RecordingCache;
+use crate::watch::view::RecordingCache;
 use super::seen::Seen;
 use super::Inner;
 use crate::vocab::tracking::Owner;

@@ -1,7 +1,7 @@
 //! A reconcile's plugin call seen by the shadow machinery: a candidate started on the same
 //! request, and the call recorded as a fixture (`--record`). Neither ever writes to the cluster.
 
-use super::reads::RecordingCache;
+use crate::watch::view::RecordingCache;
 use super::Inner;
 use crate::plugin::{CallError, CallSpec, LoadedPlugin, RawResult, Request};
 use crate::shadow::record::Recording;

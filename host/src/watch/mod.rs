@@ -9,6 +9,7 @@ pub mod discovery;
 pub mod object;
 mod owners;
 pub mod pool;
+pub mod view;
 
 pub use caches::{Caches, KindCache, WatchEvent};
 pub use discovery::{resolve, Resolved};
