@@ -2,7 +2,8 @@
 
 use super::RunArgs;
 use crate::controller::{ControllerConfig, Shared};
-use crate::hotswap::{Command, Supervisor};
+use crate::hotswap::Supervisor;
+use crate::source::Command;
 use crate::leader::gate::{Authority, WriteGate};
 use crate::leader::{Election, ElectionConfig, Leadership};
 use crate::plugin::{EngineConfig, LimitSet, PluginEngine};

@@ -1,7 +1,7 @@
 //! Bringing each plugin's controller to what it should be, with one rule above all: one active
 //! plugin per primary kind, so no object ever has two writers.
 
-use super::report::{Identity, Report, State};
+use crate::source::report::{Identity, Report, State};
 use super::supervisor::{Event, Supervisor};
 use crate::controller::Controller;
 use crate::vocab::Gvk;

@@ -11,8 +11,8 @@ pub mod fetch;
 pub mod status;
 
 use super::oci::OciConfig;
-use super::{CandidateSource, Catalog, Entry, LimitOverride};
-use crate::hotswap::{Command, Report, State};
+use super::report::{Report, State};
+use super::{CandidateSource, Catalog, Command, Entry, LimitOverride};
 use crate::leader::Leadership;
 use crate::shadow::stats::Registry;
 use crate::telemetry::Health;
