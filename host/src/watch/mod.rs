@@ -6,6 +6,7 @@
 
 pub mod caches;
 pub mod discovery;
+pub mod follow;
 pub mod object;
 mod owners;
 pub mod pool;
