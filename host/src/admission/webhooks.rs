@@ -6,7 +6,8 @@
 //! the host stops: the failure policy then decides (`Fail`: requests are refused; `Ignore`:
 //! allowed).
 
-use super::{AdmissionConfig, CertSource, Endpoint, FailurePolicy, Registry, Validating};
+use super::{AdmissionConfig, CertSource, Endpoint, Registry, Validating};
+use crate::vocab::FailurePolicy;
 use crate::leader::Leadership;
 use crate::vocab::grants::Namespaces;
 use crate::watch::Resolved;

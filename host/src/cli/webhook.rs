@@ -1,6 +1,7 @@
 //! `kwop run --webhook-*`: serving admission for plugins that validate.
 
-use crate::admission::{AdmissionConfig, CertSource, Endpoint, FailurePolicy};
+use crate::admission::{AdmissionConfig, CertSource, Endpoint};
+use crate::vocab::FailurePolicy;
 use clap::Args;
 use std::time::Duration;
 
