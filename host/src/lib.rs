@@ -23,6 +23,7 @@ pub mod cli;
 pub mod controller;
 pub mod hotswap;
 pub mod leader;
+pub mod offline;
 pub mod outcome;
 pub mod plugin;
 pub mod report;

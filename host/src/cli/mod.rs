@@ -1,19 +1,20 @@
-//! The command line: `kwop run` and the offline `kwop plugin ...` tools.
+//! The command line: `kwop run` (the host on a cluster, `run.rs`, with its `sharding.rs` and
+//! `webhook.rs` options) and the offline `kwop plugin ...` tools (`plugin/`, one file per
+//! subcommand over the offline engine).
+//!
+//! Floor: the top. It may use every other folder; none uses it.
 
-mod fixtures;
-mod new;
-mod oci;
-mod offline;
-mod replay;
+pub mod plugin;
 mod run;
 pub mod sharding;
-mod validate;
 pub mod webhook;
 
+use crate::plugin::{EngineConfig, Limits, PluginEngine};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// kwop — a Kubernetes operator host whose reconcile logic runs as WebAssembly components.
@@ -56,7 +57,7 @@ pub enum Command {
     Run(RunArgs),
     /// Work with plugin files offline (no cluster needed).
     #[command(subcommand)]
-    Plugin(PluginCommand),
+    Plugin(plugin::PluginCommand),
     /// Print the ReconcilerPlugin CustomResourceDefinition (what crds/reconcilerplugin.yaml
     /// holds): `kwop crd | kubectl apply --server-side -f -`.
     Crd,
@@ -84,6 +85,26 @@ pub struct SandboxArgs {
     /// Do not cache compiled components on disk.
     #[arg(long)]
     pub no_cache: bool,
+}
+
+impl SandboxArgs {
+    /// An engine for a one-shot tool: no pooling (it reserves address space up front for many
+    /// instances), the precompiled cache as the flags say.
+    pub fn engine(&self) -> anyhow::Result<Arc<PluginEngine>> {
+        let cache_dir =
+            if self.no_cache { None } else { self.cache_dir.clone().or_else(crate::plugin::engine::default_cache_dir) };
+        PluginEngine::new(EngineConfig {
+            pooling: false,
+            cache_dir,
+            cache_max_bytes: self.precompile_cache_max as u64,
+            ..EngineConfig::default()
+        })
+    }
+
+    /// The limits of one call (`--plugin-timeout`, `--plugin-memory`).
+    pub fn limits(&self) -> Limits {
+        Limits { deadline: self.plugin_timeout, memory_bytes: self.plugin_memory, ..Limits::default() }
+    }
 }
 
 /// `kwop run`.
@@ -220,142 +241,6 @@ pub struct RunArgs {
     pub sandbox: SandboxArgs,
 }
 
-/// `kwop plugin ...`.
-#[derive(Debug, Subcommand)]
-pub enum PluginCommand {
-    /// Print a plugin's info() as JSON; a file that is not a valid plugin exits 1 with one line.
-    Inspect {
-        /// The component.
-        file: PathBuf,
-        /// Sandbox limits.
-        #[command(flatten)]
-        sandbox: SandboxArgs,
-    },
-    /// Run one reconcile offline: the cache holds exactly the --observed objects. Prints the
-    /// outcome as JSON, or {"error":{...}} and exits 1 when the plugin fails or its outcome is
-    /// rejected by the host's write fence.
-    Reconcile {
-        /// The component.
-        file: PathBuf,
-        /// The primary object (JSON or YAML file, or - for stdin).
-        #[arg(long)]
-        primary: PathBuf,
-        /// Observed objects for the cache (JSON or YAML; a file may hold several YAML documents
-        /// or a List). Repeatable.
-        #[arg(long)]
-        observed: Vec<PathBuf>,
-        /// Print the outcome even if the write fence would reject it.
-        #[arg(long)]
-        no_fence: bool,
-        /// CustomResourceDefinition files (YAML/JSON, several documents allowed): applied objects
-        /// and the status are checked against their openAPIV3Schema, as the API server would.
-        /// Built-in kinds (ConfigMap, Deployment...) are always checked against their types.
-        #[arg(long = "crd", value_name = "FILE")]
-        crds: Vec<PathBuf>,
-        /// The reconcile's instant (`request.now`, the plugin's wall clock), RFC 3339, e.g.
-        /// 2026-01-01T00:00:00Z [default: now].
-        #[arg(long, value_parser = humantime::parse_rfc3339_weak)]
-        now: Option<std::time::SystemTime>,
-        /// Sandbox limits.
-        #[command(flatten)]
-        sandbox: SandboxArgs,
-    },
-    /// Run a plugin's `validate` offline, as the host's admission webhook would for a CREATE (or,
-    /// with --old, an UPDATE) of the object. Prints {"allowed":..,"warnings":[..],"violations":
-    /// [{"field":..,"message":..}]} (with "message", what kubectl would print, when refused);
-    /// exits 1 when the object is refused or the plugin fails.
-    Validate {
-        /// The component.
-        file: PathBuf,
-        /// The object to admit (JSON or YAML file, or - for stdin).
-        #[arg(long)]
-        object: PathBuf,
-        /// The stored object, for an UPDATE.
-        #[arg(long)]
-        old: Option<PathBuf>,
-        /// Objects for the cache (as `reconcile --observed`). Repeatable.
-        #[arg(long)]
-        observed: Vec<PathBuf>,
-        /// CustomResourceDefinition files (which kinds are namespaced).
-        #[arg(long = "crd", value_name = "FILE")]
-        crds: Vec<PathBuf>,
-        /// The request's instant, RFC 3339 [default: now].
-        #[arg(long, value_parser = humantime::parse_rfc3339_weak)]
-        now: Option<std::time::SystemTime>,
-        /// Sandbox limits.
-        #[command(flatten)]
-        sandbox: SandboxArgs,
-    },
-    /// Re-run reconciles recorded by `kwop run --record` (or any fixtures) with a plugin, each at
-    /// its recorded clock, and diff the outcomes against the recorded ones. Prints a JSON report;
-    /// exits 1 if any outcome differs or a recording cannot be replayed.
-    Replay {
-        /// The component (e.g. a new version, to see what it would change on real inputs).
-        file: PathBuf,
-        /// Recording folders, or folders of them (e.g. the `--record` folder).
-        #[arg(required = true)]
-        recordings: Vec<PathBuf>,
-        /// Sandbox limits.
-        #[command(flatten)]
-        sandbox: SandboxArgs,
-    },
-    /// Run conformance fixtures (folders with primary, observed and expected outcome) against a
-    /// plugin; exits 1 if any differs. A fixture's optional call.json fixes the reconcile's
-    /// instant (`{"startedAtUnixNanos": N}`, as `kwop run --record` writes it); without one the
-    /// plugin's clock reads now.
-    Test {
-        /// The component.
-        file: PathBuf,
-        /// Fixture folders, or folders of fixture folders.
-        #[arg(required = true)]
-        fixtures: Vec<PathBuf>,
-        /// CustomResourceDefinition files to check outcomes against (see `reconcile --crd`).
-        #[arg(long = "crd", value_name = "FILE")]
-        crds: Vec<PathBuf>,
-        /// Write what the plugin returns as each fixture's expected.json (creating missing ones)
-        /// instead of comparing. Review the diff before committing it.
-        #[arg(long)]
-        update: bool,
-        /// Leave a field out of the comparison, in the notation of the differences printed
-        /// (e.g. `.status.conditions`), in expected and actual alike. Repeatable. For fixtures
-        /// written for another plugin of the same kind that reports more (or less) than they say.
-        #[arg(long = "ignore", value_name = "PATH")]
-        ignore: Vec<String>,
-        /// Sandbox limits.
-        #[command(flatten)]
-        sandbox: SandboxArgs,
-    },
-    /// Write a new plugin folder from a template: reconcile logic (Foo -> ConfigMap), the WIT,
-    /// a build script, a native unit test with a fake cache and log, fixtures and a README.
-    New {
-        /// Plugin name (a DNS label, e.g. my-plugin); also the folder's name unless --dir.
-        name: String,
-        /// Language: rust, js, python, c or go (one template per folder of host/templates).
-        #[arg(long, short = 'l')]
-        lang: String,
-        /// Folder to create [default: ./NAME]; must not exist or be empty.
-        #[arg(long)]
-        dir: Option<PathBuf>,
-    },
-    /// Push a plugin component to an OCI registry (the wasm layout); prints REGISTRY/REPO@sha256:...
-    #[command(after_help = oci::PUSH_HELP)]
-    Push(oci::PushArgs),
-    /// Pull a plugin component from an OCI registry, verified; prints REGISTRY/REPO@sha256:...
-    #[command(after_help = oci::PULL_HELP)]
-    Pull(oci::PullArgs),
-    /// List the plugins in a folder (offline) or of a running host (--url http://HOST:PORT).
-    List {
-        /// Folder of plugins.
-        #[arg(long, conflicts_with = "url")]
-        plugins: Option<PathBuf>,
-        /// A running host's probe address, e.g. http://127.0.0.1:8081.
-        #[arg(long)]
-        url: Option<String>,
-        /// Sandbox limits.
-        #[command(flatten)]
-        sandbox: SandboxArgs,
-    },
-}
 
 fn init_tracing(format: LogFormat) {
     use std::io::IsTerminal;
@@ -385,7 +270,7 @@ pub fn main() -> ExitCode {
     init_tracing(cli.log_format);
     let result = match cli.command {
         Command::Run(args) => run::run(args),
-        Command::Plugin(cmd) => offline::plugin(cmd),
+        Command::Plugin(cmd) => plugin::run(cmd),
         Command::Crd => crate::vocab::crd::crd_yaml().map_err(anyhow::Error::from).map(|y| {
             print!("{y}");
             ExitCode::SUCCESS

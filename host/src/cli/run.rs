@@ -32,7 +32,7 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
 
 /// The default limits (`--plugin-timeout`, `--plugin-memory`) and the `--plugin-limit` overrides.
 fn limit_set(args: &RunArgs) -> LimitSet {
-    let default = super::offline::limits(&args.sandbox);
+    let default = args.sandbox.limits();
     let by_name = args
         .plugin_limits
         .iter()

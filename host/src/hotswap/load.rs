@@ -8,7 +8,8 @@ use super::supervisor::{Event, Loaded, Supervisor};
 use crate::plugin::{LimitSet, LoadError, LoadedPlugin, PluginEngine, Shadow};
 use crate::shadow::stats::{CandidateState, Stats};
 use crate::shadow::Candidate;
-use crate::source::{grants::Grants, Catalog, Entry};
+use crate::source::{Catalog, Entry};
+use crate::vocab::grants::Grants;
 use crate::telemetry::metrics::LoadLabels;
 use std::sync::Arc;
 

@@ -12,7 +12,7 @@ use super::slot::{status_of, Slot};
 use crate::controller::{Controller, Shared, StartError};
 use crate::plugin::{LimitSet, LoadError, LoadedPlugin, PluginEngine};
 use crate::source::report::{Report, State};
-use crate::source::{folder, Catalog, Command};
+use crate::source::{folder, Command};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -1,211 +1,27 @@
-//! `kwop plugin inspect | reconcile | test | list`: plugins without a cluster (push and pull: `oci`).
+//! The offline engine under `kwop plugin reconcile | validate | test | replay`: one reconcile, or
+//! one admission request, run as the host would run it but against a static cache built from
+//! files — namespaces filled in as on a cluster, the owned objects found as the host finds them,
+//! the write fence and the API server's schemas applied — and the files themselves (objects,
+//! CRDs, fixture folders).
+//!
+//! Floor: above everything it runs (plugin, outcome, schema, admission's verdict, shadow's
+//! recordings); only the command line uses it.
 
-use super::{PluginCommand, SandboxArgs};
-use crate::vocab::Gvk;
+mod files;
+mod validate;
+
+pub use files::{collect, load_crds, read_objects};
+pub use validate::validate_offline;
+
 use crate::outcome::{self, FenceContext, OutcomeLimits};
-use crate::vocab::tracking;
-use crate::plugin::{EngineConfig, Limits, LoadedPlugin, PluginEngine, PrimaryScope, Request, StaticCache};
+use crate::plugin::{LoadedPlugin, PrimaryScope, Request, StaticCache};
 use crate::schema::Schemas;
-use anyhow::{anyhow, bail, Context};
+use crate::vocab::{tracking, Gvk};
 use serde_json::{json, Value};
-use std::io::{Read, Write as _};
-use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::sync::Arc;
-
-pub(super) fn plugin(cmd: PluginCommand) -> anyhow::Result<ExitCode> {
-    match cmd {
-        PluginCommand::Inspect { file, sandbox } => {
-            let engine = engine(&sandbox)?;
-            match LoadedPlugin::load_file(&engine, &file, limits(&sandbox)) {
-                Ok(p) => {
-                    print_json(&describe(&p))?;
-                    Ok(ExitCode::SUCCESS)
-                }
-                Err(e) => {
-                    eprintln!("kwop: {}: {e}", file.display());
-                    Ok(ExitCode::FAILURE)
-                }
-            }
-        }
-        PluginCommand::New { name, lang, dir } => super::new::new(&name, &lang, dir),
-        PluginCommand::Push(args) => super::oci::push(args),
-        PluginCommand::Pull(args) => super::oci::pull(args),
-        PluginCommand::Reconcile { file, primary, observed, no_fence, crds, now, sandbox } => {
-            let schemas = load_crds(&crds)?;
-            let engine = engine(&sandbox)?;
-            let p = LoadedPlugin::load_file(&engine, &file, limits(&sandbox))
-                .map_err(|e| anyhow!("{}: {e}", file.display()))?;
-            let primary = read_objects(&primary)?
-                .into_iter()
-                .next()
-                .ok_or_else(|| anyhow!("{}: no object in the file", primary.display()))?;
-            let mut objects = Vec::new();
-            for f in &observed {
-                objects.extend(read_objects(f)?);
-            }
-            let checks = Checks { fence: !no_fence, schemas: &schemas };
-            let (out, ok) = reconcile_offline_at(&p, primary, objects, &checks, now);
-            print_json(&out)?;
-            Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
-        }
-        PluginCommand::Validate { file, object, old, observed, crds, now, sandbox } => {
-            let schemas = load_crds(&crds)?;
-            let engine = engine(&sandbox)?;
-            let p = LoadedPlugin::load_file(&engine, &file, limits(&sandbox))
-                .map_err(|e| anyhow!("{}: {e}", file.display()))?;
-            let one = |path: &Path| -> anyhow::Result<Value> {
-                read_objects(path)?
-                    .into_iter()
-                    .next()
-                    .ok_or_else(|| anyhow!("{}: no object in the file", path.display()))
-            };
-            let object = one(&object)?;
-            let old = old.as_deref().map(one).transpose()?;
-            let mut objects = Vec::new();
-            for f in &observed {
-                objects.extend(read_objects(f)?);
-            }
-            let (out, ok) = super::validate::validate_offline(&p, object, old, objects, &schemas, now);
-            print_json(&out)?;
-            Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
-        }
-        PluginCommand::Replay { file, recordings, sandbox } => {
-            let engine = engine(&sandbox)?;
-            let p = LoadedPlugin::load_file(&engine, &file, limits(&sandbox))
-                .map_err(|e| anyhow!("{}: {e}", file.display()))?;
-            super::replay::run(&p, &recordings)
-        }
-        PluginCommand::Test { file, fixtures, crds, update, ignore, sandbox } => {
-            let schemas = load_crds(&crds)?;
-            let engine = engine(&sandbox)?;
-            let p = LoadedPlugin::load_file(&engine, &file, limits(&sandbox))
-                .map_err(|e| anyhow!("{}: {e}", file.display()))?;
-            super::fixtures::run(&p, &fixtures, &schemas, update, &ignore)
-        }
-        PluginCommand::List { plugins, url, sandbox } => match (plugins, url) {
-            (_, Some(url)) => {
-                print_json(&fetch_plugins(&url)?)?;
-                Ok(ExitCode::SUCCESS)
-            }
-            (Some(dir), None) => {
-                let engine = engine(&sandbox)?;
-                let crate::source::folder::Scan { files, errors } =
-                    crate::source::folder::scan(&dir).with_context(|| format!("cannot list {}", dir.display()))?;
-                let mut out = Vec::new();
-                for (name, st) in files {
-                    match LoadedPlugin::load_bytes(&engine, &st.bytes, &st.path, limits(&sandbox)) {
-                        Ok(p) => out.push(json!({ "file": name, "plugin": describe(&p) })),
-                        Err(e) => out.push(json!({ "file": name, "error": e.to_string(), "sha256": st.sha256 })),
-                    }
-                }
-                for (name, e) in errors {
-                    out.push(json!({ "file": name, "error": e }));
-                }
-                print_json(&Value::Array(out))?;
-                Ok(ExitCode::SUCCESS)
-            }
-            (None, None) => bail!("give --plugins DIR or --url http://HOST:PORT"),
-        },
-    }
-}
-
-pub(super) fn engine(s: &SandboxArgs) -> anyhow::Result<Arc<PluginEngine>> {
-    let cache_dir =
-        if s.no_cache { None } else { s.cache_dir.clone().or_else(crate::plugin::engine::default_cache_dir) };
-    // One-shot tools: no pooling (it reserves address space up front for many instances).
-    PluginEngine::new(EngineConfig {
-        pooling: false,
-        cache_dir,
-        cache_max_bytes: s.precompile_cache_max as u64,
-        ..EngineConfig::default()
-    })
-}
-
-/// Limits from the command line.
-pub(super) fn limits(s: &SandboxArgs) -> Limits {
-    Limits { deadline: s.plugin_timeout, memory_bytes: s.plugin_memory, ..Limits::default() }
-}
-
-fn describe(p: &LoadedPlugin) -> Value {
-    json!({
-        "name": p.info.name,
-        "version": p.info.version,
-        "primary": p.info.primary,
-        "owns": p.info.owns,
-        "ownsAcrossNamespaces": p.info.across,
-        "reads": p.info.reads,
-        "finalizes": p.info.finalizes,
-        "validates": p.info.validates,
-        "sha256": p.sha256,
-        "world": p.world(),
-    })
-}
-
-fn print_json(v: &Value) -> anyhow::Result<()> {
-    let mut out = std::io::stdout().lock();
-    serde_json::to_writer_pretty(&mut out, v)?;
-    writeln!(out)?;
-    Ok(())
-}
-
-/// Reads JSON or YAML objects from a file (or `-` for stdin): one object, several YAML
-/// documents, or a `List`.
-pub fn read_objects(path: &Path) -> anyhow::Result<Vec<Value>> {
-    let text = if path == Path::new("-") {
-        let mut s = String::new();
-        std::io::stdin().read_to_string(&mut s)?;
-        s
-    } else {
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?
-    };
-    let mut out = Vec::new();
-    if text.trim_start().starts_with(['{', '[']) {
-        let v: Value = serde_json::from_str(&text).with_context(|| format!("{} is not valid JSON", path.display()))?;
-        push_objects(v, &mut out, path)?;
-    } else {
-        for doc in serde_yaml::Deserializer::from_str(&text) {
-            let v: Value = serde::Deserialize::deserialize(doc)
-                .with_context(|| format!("{} is not valid YAML", path.display()))?;
-            if !v.is_null() {
-                push_objects(v, &mut out, path)?;
-            }
-        }
-    }
-    Ok(out)
-}
-
-fn push_objects(v: Value, out: &mut Vec<Value>, path: &Path) -> anyhow::Result<()> {
-    match v {
-        Value::Array(items) => items.into_iter().try_for_each(|i| push_objects(i, out, path)),
-        Value::Object(ref o)
-            if o.get("kind").and_then(Value::as_str).is_some_and(|k| k.ends_with("List"))
-                && o.contains_key("items") =>
-        {
-            match v.get("items") {
-                Some(Value::Array(items)) => items.iter().cloned().try_for_each(|i| push_objects(i, out, path)),
-                _ => bail!("{}: items of a List must be an array", path.display()),
-            }
-        }
-        Value::Object(_) => {
-            out.push(v);
-            Ok(())
-        }
-        _ => bail!("{}: expected a Kubernetes object, found {v}", path.display()),
-    }
-}
 
 fn meta_str<'a>(v: &'a Value, f: &str) -> Option<&'a str> {
     v.get("metadata")?.get(f)?.as_str().filter(|s| !s.is_empty())
-}
-
-/// Loads CRD files for `--crd`.
-pub(super) fn load_crds(files: &[PathBuf]) -> anyhow::Result<Schemas> {
-    let mut schemas = Schemas::default();
-    for f in files {
-        schemas.add_crds(&f.display().to_string(), &read_objects(f)?)?;
-    }
-    Ok(schemas)
 }
 
 /// What an offline reconcile checks besides running the plugin.
@@ -218,7 +34,7 @@ pub struct Checks<'a> {
 
 /// Whether a kind is namespaced, offline: a CRD says, else the well-known cluster-scoped kinds
 /// are not and everything else is.
-pub(super) fn namespaced(schemas: &Schemas, g: &Gvk) -> bool {
+pub fn namespaced(schemas: &Schemas, g: &Gvk) -> bool {
     schemas.namespaced(g).unwrap_or_else(|| !outcome::fence::well_known_cluster_scoped(g))
 }
 
@@ -231,7 +47,7 @@ fn kind_of(o: &Value) -> Gvk {
 
 /// Fills in namespaces as they would be on a cluster: a namespaced primary without one is in
 /// `default` (as kubectl does), and observed objects without one are in the primary's.
-pub(super) fn place_in_namespaces(primary: &mut Value, observed: &mut [Value], schemas: &Schemas) -> Option<String> {
+pub fn place_in_namespaces(primary: &mut Value, observed: &mut [Value], schemas: &Schemas) -> Option<String> {
     let set_ns = |o: &mut Value, ns: &str| {
         if let Some(m) = o.get_mut("metadata").and_then(Value::as_object_mut) {
             m.insert("namespace".into(), ns.into());
@@ -284,7 +100,7 @@ pub fn reconcile_offline_at(
             let mut of_kind: Vec<&Value> = cache
                 .all(g)
                 .filter(|o| {
-                    let by_reference = outcome::fence::controller_uid(o) == Some(uid.as_str())
+                    let by_reference = tracking::controller_uid(o) == Some(uid.as_str())
                         && (ns.is_none() || meta_str(o, "namespace") == ns.as_deref());
                     !uid.is_empty()
                         && (by_reference || (p.info.owns_across(g) && tracking::belongs(o, &uid, &p.info.name)))
@@ -386,17 +202,4 @@ fn schema_violations(o: &outcome::Outcome, primary: &Gvk, schemas: &Schemas) -> 
         }
     }
     out
-}
-
-fn fetch_plugins(url: &str) -> anyhow::Result<Value> {
-    let rest = url.strip_prefix("http://").ok_or_else(|| anyhow!("--url must start with http://"))?;
-    let host = rest.split('/').next().unwrap_or(rest);
-    let mut s = std::net::TcpStream::connect(host).with_context(|| format!("cannot connect to {host}"))?;
-    s.set_read_timeout(Some(std::time::Duration::from_secs(5)))?;
-    write!(s, "GET /plugins HTTP/1.0\r\nHost: {host}\r\n\r\n")?;
-    let mut resp = String::new();
-    s.read_to_string(&mut resp)?;
-    let body =
-        resp.split_once("\r\n\r\n").map(|(_, b)| b).ok_or_else(|| anyhow!("malformed HTTP response from {host}"))?;
-    serde_json::from_str(body).context("the host's /plugins did not return JSON")
 }

@@ -9,7 +9,7 @@ use super::errors::{CallError, LoadError};
 use super::sandbox::{self, CallContext, HostState};
 use super::wasi::Determinism;
 use super::world::{Pre, World};
-use crate::vocab::Gvk;
+use crate::vocab::{Gvk, PluginInfo};
 use sha2::{Digest, Sha256};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};

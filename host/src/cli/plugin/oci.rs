@@ -1,6 +1,6 @@
 //! `kwop plugin push | pull`: plugin components to and from OCI registries (the wasm layout).
 
-use super::SandboxArgs;
+use crate::cli::SandboxArgs;
 use crate::source::oci::{self, Auth, OciConfig};
 use anyhow::{anyhow, Context};
 use clap::Args;
@@ -94,8 +94,8 @@ pub(super) fn push(a: PushArgs) -> anyhow::Result<ExitCode> {
     let bytes = std::fs::read(&a.file).with_context(|| format!("cannot read {}", a.file.display()))?;
     // Parse first: a typo in the reference should not cost a compilation.
     let r = oci::parse_reference(&a.reference)?;
-    let engine = super::offline::engine(&a.sandbox)?;
-    crate::plugin::LoadedPlugin::load_bytes(&engine, &bytes, &a.file, super::offline::limits(&a.sandbox))
+    let engine = a.sandbox.engine()?;
+    crate::plugin::LoadedPlugin::load_bytes(&engine, &bytes, &a.file, a.sandbox.limits())
         .map_err(|e| anyhow!("{}: {e}; not pushed", a.file.display()))?;
     drop(engine);
     let (auth, cfg) = registry(&a.registry, r.registry())?;
