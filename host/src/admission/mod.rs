@@ -9,6 +9,9 @@
 //! response; [`certs`] owns the serving certificate (a self-signed CA kept in a Secret, rotated,
 //! or a certificate someone else — cert-manager — writes there); [`webhooks`] keeps the
 //! ValidatingWebhookConfiguration and its `caBundle` current (the leader only).
+//!
+//! Floor 10 of 0–15 (`docs/ARCHITECTURE.md`). May use: `leader`, `outcome`, `plugin`, `telemetry`,
+//! `vocab`, `watch`. Used by: `cli`, `controller`, `hotswap`, `offline`.
 
 pub mod certs;
 pub mod decide;

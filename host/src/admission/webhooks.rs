@@ -7,9 +7,9 @@
 //! allowed).
 
 use super::{AdmissionConfig, CertSource, Endpoint, Registry, Validating};
-use crate::vocab::FailurePolicy;
 use crate::leader::Leadership;
 use crate::vocab::grants::Namespaces;
+use crate::vocab::FailurePolicy;
 use crate::watch::Resolved;
 use base64::Engine as _;
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;

@@ -2,7 +2,9 @@
 //! `webhook.rs` options) and the offline `kwop plugin ...` tools (`plugin/`, one file per
 //! subcommand over the offline engine).
 //!
-//! Floor: the top. It may use every other folder; none uses it.
+//! Floor 15 of 0–15 (`docs/ARCHITECTURE.md`). May use: `admission`, `controller`, `hotswap`,
+//! `leader`, `offline`, `plugin`, `scaffold`, `schema`, `shadow`, `shard`, `source`, `telemetry`,
+//! `vocab`, `watch`. Used by: no one (the top).
 
 pub mod plugin;
 mod run;
@@ -240,7 +242,6 @@ pub struct RunArgs {
     #[command(flatten)]
     pub sandbox: SandboxArgs,
 }
-
 
 fn init_tracing(format: LogFormat) {
     use std::io::IsTerminal;

@@ -3,13 +3,13 @@
 use super::RunArgs;
 use crate::controller::{ControllerConfig, Shared};
 use crate::hotswap::Supervisor;
-use crate::source::Command;
 use crate::leader::gate::{Authority, WriteGate};
 use crate::leader::{Election, ElectionConfig, Leadership};
 use crate::plugin::{EngineConfig, LimitSet, PluginEngine};
 use crate::shard::filter::ShardSelector;
 use crate::source::cluster::{ClusterConfig, ClusterSource};
 use crate::source::oci::OciConfig;
+use crate::source::Command;
 use crate::telemetry::{health::Role, http, Health, Metrics};
 use anyhow::Context;
 use kube::config::{KubeConfigOptions, Kubeconfig};

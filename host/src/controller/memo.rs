@@ -20,10 +20,10 @@
 //! still the same. Anything else calls the plugin. Shadowed and recorded reconciles are never
 //! skipped (the candidate and the recorder want every call).
 
-use crate::watch::view::{Reads, RecordingCache};
 use super::seen::Seen;
-use crate::vocab::Gvk;
 use crate::plugin::LoadedPlugin;
+use crate::vocab::Gvk;
+use crate::watch::view::{Reads, RecordingCache};
 use crate::watch::Cached;
 use crate::watch::ObjectKey;
 use std::collections::HashMap;

@@ -6,9 +6,8 @@
 //! a bounded rate; a swap that changes kinds stops this controller and starts a new one.
 //! What wakes a primary and the workers' loop are in `wake.rs`; one reconcile in `reconcile.rs`.
 //!
-//! Floor: above the runtime (plugin, outcome), the caches (watch), the writer (apply, report),
-//! shadow and admission's registry; used by the sources and the supervisor that start
-//! controllers (hotswap, source) and the command line.
+//! Floor 11 of 0–15 (`docs/ARCHITECTURE.md`). May use: `admission`, `apply`, `leader`, `outcome`,
+//! `plugin`, `report`, `shadow`, `shard`, `telemetry`, `vocab`, `watch`. Used by: `cli`, `hotswap`.
 
 mod access;
 mod finalizing;
@@ -24,11 +23,11 @@ mod wake;
 mod writes;
 
 use crate::apply::Applier;
-use crate::vocab::Gvk;
 use crate::outcome::OutcomeLimits;
 use crate::plugin::LoadedPlugin;
 use crate::report::EventSink;
 use crate::telemetry::{health::PluginStatus, Health, Metrics};
+use crate::vocab::Gvk;
 use crate::watch::{self, Caches, KindCache, ObjectKey};
 use arc_swap::ArcSwap;
 use kube::Client;

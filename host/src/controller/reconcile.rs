@@ -2,14 +2,14 @@
 //! report → next.
 
 use super::memo::RequestVersions;
-use crate::watch::view::RecordingCache;
 use super::seen::Seen;
 use super::Inner;
-use crate::vocab::tracking::{self, Owner};
 use crate::outcome::{self, EventSpec, FenceContext, Outcome, RejectReason, Rejection, Severity};
 use crate::plugin::{CacheView, CallSpec, LoadedPlugin, Request};
 use crate::report::{REASON_OUTCOME_REJECTED, REASON_PLUGIN_FAILED, REASON_RECONCILE_FAILED};
 use crate::telemetry::Metrics;
+use crate::vocab::tracking::{self, Owner};
+use crate::watch::view::RecordingCache;
 use crate::watch::ObjectKey;
 use kube::api::DynamicObject;
 use kube::Resource;

@@ -1,13 +1,13 @@
 //! A reconcile's plugin call seen by the shadow machinery: a candidate started on the same
 //! request, and the call recorded as a fixture (`--record`). Neither ever writes to the cluster.
 
-use crate::watch::view::RecordingCache;
 use super::Inner;
-use crate::plugin::{CallError, CallSpec, LoadedPlugin, RawResult, Request};
-use crate::shadow::record::Recording;
 use crate::plugin::ShadowCall;
+use crate::plugin::{CallError, CallSpec, LoadedPlugin, RawResult, Request};
 use crate::shadow;
+use crate::shadow::record::Recording;
 use crate::telemetry::Metrics;
+use crate::watch::view::RecordingCache;
 use crate::watch::ObjectKey;
 use std::sync::Arc;
 use std::time::SystemTime;

@@ -2,15 +2,15 @@
 //! under its limits, checked against its grants and the one-plugin-per-kind rule, and kept as the
 //! plugin's good version, or refused with the reason a status or /plugins shows.
 
-use crate::source::report::{reason_of_load_label, State};
 use super::slot::status_of;
 use super::supervisor::{Event, Loaded, Supervisor};
 use crate::plugin::{LimitSet, LoadError, LoadedPlugin, PluginEngine, Shadow};
 use crate::shadow::stats::{CandidateState, Stats};
 use crate::shadow::Candidate;
+use crate::source::report::{reason_of_load_label, State};
 use crate::source::{Catalog, Entry};
-use crate::vocab::grants::Grants;
 use crate::telemetry::metrics::LoadLabels;
+use crate::vocab::grants::Grants;
 use std::sync::Arc;
 
 impl Supervisor {

@@ -4,8 +4,8 @@
 //! the write fence and the API server's schemas applied — and the files themselves (objects,
 //! CRDs, fixture folders).
 //!
-//! Floor: above everything it runs (plugin, outcome, schema, admission's verdict, shadow's
-//! recordings); only the command line uses it.
+//! Floor 14 of 0–15 (`docs/ARCHITECTURE.md`). May use: `admission`, `outcome`, `plugin`, `schema`,
+//! `vocab`. Used by: `cli`.
 
 mod files;
 mod validate;

@@ -3,9 +3,9 @@
 
 use super::{namespaced, place_in_namespaces};
 use crate::admission::decide::{self, Verdict};
-use crate::vocab::FailurePolicy;
 use crate::plugin::{AdmissionRequest, CallSpec, LoadedPlugin, Operation, PrimaryScope, StaticCache};
 use crate::schema::Schemas;
+use crate::vocab::FailurePolicy;
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::SystemTime;

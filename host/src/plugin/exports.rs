@@ -3,8 +3,8 @@
 
 use super::bindings;
 use super::call;
-use super::loader::LoadedPlugin;
 use super::errors::CallError;
+use super::loader::LoadedPlugin;
 use super::sandbox::{self, CallContext, HostState, RawResult};
 use super::wasi::Determinism;
 use super::world::{AdmissionRequest, Call, CallSpec, Pre, Raw, RawFinalize, RawValidate, Request};

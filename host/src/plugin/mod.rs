@@ -5,6 +5,9 @@
 //! linked once ([`LoadedPlugin`] holds the pre-instantiated component), and every call gets a
 //! fresh instance in a fresh store, admitted against the host's instance slots and memory budget,
 //! under its plugin's deadline and memory limit, with deterministic WASI ([`wasi`]).
+//!
+//! Floor 2 of 0–15 (`docs/ARCHITECTURE.md`). May use: `vocab`. Used by: `admission`, `cli`,
+//! `controller`, `hotswap`, `offline`, `outcome`, `shadow`, `source`, `telemetry`, `watch`.
 
 pub mod admission;
 mod beside;
@@ -12,8 +15,8 @@ mod bindings;
 pub mod cache_view;
 mod call;
 mod compile;
-mod errors;
 pub mod engine;
+mod errors;
 mod exports;
 pub mod guest_error;
 mod host_api;
@@ -33,8 +36,8 @@ pub use beside::{Shadow, ShadowCall};
 pub use bindings::wit;
 pub use cache_view::{read_namespace, CacheView, PrimaryScope, QueryTooLarge, StaticCache};
 pub use engine::{EngineConfig, PluginEngine, Tuning};
-pub use limits::{LimitSet, Limits};
 pub use errors::{CallError, LoadError};
+pub use limits::{LimitSet, Limits};
 pub use loader::{Compiled, LoadedPlugin};
 pub use sandbox::RawResult;
 pub use session::Session;

@@ -6,8 +6,8 @@
 //! component this costs microseconds for small guests (see BENCHMARKS.md).
 
 use super::cache_view::CacheView;
-use super::errors::CallError;
 use super::engine::{PluginEngine, MAX_CORE_INSTANCES, MAX_MEMORIES, MAX_TABLES, TABLE_ELEMENTS, YIELD_TICKS};
+use super::errors::CallError;
 use super::guest_error::{self, GuestOutput};
 use super::limits::{Limits, TABLE_ELEMENT_BYTES};
 use super::output::Captured;

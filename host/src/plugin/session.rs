@@ -1,8 +1,8 @@
 //! A kept instance for several calls, to measure what reuse would save (never used for reconciles).
 
 use super::bindings::{self, v01, v02};
-use super::loader::LoadedPlugin;
 use super::errors::CallError;
+use super::loader::LoadedPlugin;
 use super::sandbox::{self, CallContext, HostState, RawResult};
 use super::wasi::Determinism;
 use super::world::{Pre, Request};

@@ -101,8 +101,9 @@ pub(crate) fn add_to_linker<T: WasiView + 'static>(linker: &mut Linker<T>) -> wa
     let mut clocks = linker.instance(&format!("wasi:clocks/monotonic-clock@{WASI}"))?;
     clocks.func_wrap("subscribe-duration", |mut s, (d,): (u64,)| Ok((timer(s.data_mut().ctx().table, d == 0)?,)))?;
     // The clock is stopped: only an instant at or before the one it shows has come.
-    clocks
-        .func_wrap("subscribe-instant", |mut s, (t,): (u64,)| Ok((timer(s.data_mut().ctx().table, t <= STOPPED_AT)?,)))?;
+    clocks.func_wrap("subscribe-instant", |mut s, (t,): (u64,)| {
+        Ok((timer(s.data_mut().ctx().table, t <= STOPPED_AT)?,))
+    })?;
     let mut poll = linker.instance(&format!("wasi:io/poll@{WASI}"))?;
     poll.func_wrap("poll", |mut s, (list,): (Vec<Resource<DynPollable>>,)| {
         let table = s.data_mut().ctx().table;

@@ -4,6 +4,8 @@
 //! and check every applied object, and the primary's status, against the served version's
 //! openAPIV3Schema ([`structural`]); built-in kinds are checked against their k8s-openapi types
 //! ([`builtin`]). A CRD also tells whether its kind is namespaced.
+//!
+//! Floor 1 of 0–15 (`docs/ARCHITECTURE.md`). May use: `vocab`. Used by: `cli`, `offline`.
 
 pub mod builtin;
 pub mod structural;

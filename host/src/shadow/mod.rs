@@ -7,6 +7,9 @@
 //! gets the active call's request and call spec (so the same clock), and reads the same caches
 //! (at the same moment, or a little later when it waits for a slot); its random bytes are its
 //! own (they are seeded with the plugin's digest).
+//!
+//! Floor 9 of 0–15 (`docs/ARCHITECTURE.md`). May use: `outcome`, `plugin`, `telemetry`, `vocab`. Used
+//! by: `cli`, `controller`, `hotswap`, `source`.
 
 pub mod compare;
 pub mod record;
@@ -62,12 +65,7 @@ impl Candidate {
 impl Shadow for Candidate {
     /// Starts the candidate's call on the active call's request and call spec: at once if a slot
     /// is free, else once one is (unless [`MAX_WAITING`] calls already wait: then skipped).
-    fn begin(
-        self: Arc<Self>,
-        req: &Request,
-        spec: &CallSpec,
-        view: Arc<dyn CacheView>,
-    ) -> Option<Box<dyn ShadowCall>> {
+    fn begin(self: Arc<Self>, req: &Request, spec: &CallSpec, view: Arc<dyn CacheView>) -> Option<Box<dyn ShadowCall>> {
         if self.waiting.fetch_add(1, Ordering::Relaxed) >= MAX_WAITING {
             self.waiting.fetch_sub(1, Ordering::Relaxed);
             self.stats.record(&spec.object, Verdict::Skipped);

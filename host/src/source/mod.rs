@@ -6,6 +6,9 @@
 //! reports back ([`report`]); a source never starts anything itself. What a source and the
 //! supervisor tell each other ([`Catalog`], [`Command`], [`report::Report`]) is defined here,
 //! below the supervisor, so a source needs nothing of it.
+//!
+//! Floor 12 of 0–15 (`docs/ARCHITECTURE.md`). May use: `leader`, `plugin`, `shadow`, `telemetry`,
+//! `vocab`. Used by: `cli`, `hotswap`.
 
 pub mod cluster;
 pub mod folder;

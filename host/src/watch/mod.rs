@@ -3,6 +3,9 @@
 //!
 //! Nothing here knows about Foo: kinds come from the plugin's `info()`, resolved through API
 //! discovery, and every object is JSON text plus typed metadata (`object::Cached`).
+//!
+//! Floor 7 of 0–15 (`docs/ARCHITECTURE.md`). May use: `plugin`, `shard`, `telemetry`, `vocab`. Used
+//! by: `admission`, `apply`, `cli`, `controller`, `report`.
 
 pub mod caches;
 pub mod discovery;

@@ -1,8 +1,8 @@
 //! Fetching a ReconcilerPlugin's component: from an OCI registry (with the pull Secret named in
 //! its spec) or from a ConfigMap key, both in the host's own namespace.
 
-use crate::vocab::crd::PluginSource;
 use super::super::oci::{self, Auth, OciConfig};
+use crate::vocab::crd::PluginSource;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::Api;
 use kube::Client;

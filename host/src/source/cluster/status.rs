@@ -3,8 +3,8 @@
 //! plugin's identity and the last error.
 
 use super::fetch::{FetchError, Fetched};
-use crate::source::report::{Report, State};
 use crate::shadow::stats::CandidateState;
+use crate::source::report::{Report, State};
 use crate::vocab::crd::{CandidateStatus, PluginIdentity, ReconcilerPluginStatus, ResolvedSource};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 
