@@ -2,9 +2,9 @@
 //! could not answer (a trap, its deadline) — what the failure policy says. Pure, so the webhook,
 //! `kwop plugin validate` and the fixtures share it.
 
-use super::FailurePolicy;
 use crate::outcome::decode::truncate;
 use crate::plugin::{CallError, RawValidate};
+use crate::vocab::FailurePolicy;
 use serde_json::{json, Value};
 
 /// Warnings passed on per request (the API server keeps at most 4 KiB of them in all).

@@ -5,9 +5,9 @@
 use super::certs::Resolver;
 use super::decide::{self, Verdict};
 use super::Registry;
-use crate::controller::reads::RecordingCache;
 use crate::plugin::{AdmissionRequest, CacheView, CallSpec, Operation};
 use crate::telemetry::Metrics;
+use crate::watch::view::RecordingCache;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;

@@ -8,6 +8,9 @@
 //! Every field and list the intent sets converges, keyed list items included: when a hand edit
 //! left an item that server-side apply merges with instead of replacing (see [`lists`]), the
 //! applier replaces those lists with the intent's and applies again, within the same write.
+//!
+//! Floor 8 of 0–15 (`docs/ARCHITECTURE.md`). May use: `outcome`, `vocab`, `watch`. Used by:
+//! `controller`.
 
 pub mod compare;
 mod finalizers;
@@ -15,8 +18,8 @@ pub mod lists;
 
 pub use compare::covers;
 
-use crate::kinds::Gvk;
 use crate::outcome::Intent;
+use crate::vocab::Gvk;
 use crate::watch::Resolved;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, Preconditions};
@@ -56,7 +59,7 @@ pub enum Belonging<'a> {
     /// A controller owner reference (in the primary's namespace, or under a cluster-scoped one).
     Reference(&'a OwnerReference),
     /// The host's tracking labels (a kind owned across namespaces).
-    Labels(&'a crate::outcome::tracking::Owner<'a>),
+    Labels(&'a crate::vocab::tracking::Owner<'a>),
 }
 
 /// What a write did.

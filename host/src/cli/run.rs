@@ -2,13 +2,14 @@
 
 use super::RunArgs;
 use crate::controller::{ControllerConfig, Shared};
-use crate::hotswap::{Command, Supervisor};
+use crate::hotswap::Supervisor;
 use crate::leader::gate::{Authority, WriteGate};
 use crate::leader::{Election, ElectionConfig, Leadership};
 use crate::plugin::{EngineConfig, LimitSet, PluginEngine};
 use crate::shard::filter::ShardSelector;
 use crate::source::cluster::{ClusterConfig, ClusterSource};
 use crate::source::oci::OciConfig;
+use crate::source::Command;
 use crate::telemetry::{health::Role, http, Health, Metrics};
 use anyhow::Context;
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -31,7 +32,7 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
 
 /// The default limits (`--plugin-timeout`, `--plugin-memory`) and the `--plugin-limit` overrides.
 fn limit_set(args: &RunArgs) -> LimitSet {
-    let default = super::offline::limits(&args.sandbox);
+    let default = args.sandbox.limits();
     let by_name = args
         .plugin_limits
         .iter()

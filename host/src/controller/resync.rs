@@ -10,11 +10,11 @@
 //! every primary: they are when events may have been missed.
 
 use super::memo::RequestVersions;
-use super::reads::RecordingCache;
 use super::seen::Seen;
 use super::Inner;
-use crate::outcome::tracking::Owner;
 use crate::plugin::LoadedPlugin;
+use crate::vocab::tracking::Owner;
+use crate::watch::view::RecordingCache;
 use crate::watch::Cached;
 use std::sync::Arc;
 

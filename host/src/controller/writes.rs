@@ -4,10 +4,11 @@
 use super::reconcile::{warning, Fenced, Next};
 use super::Inner;
 use crate::apply::{Applier, Belonging, Write};
-use crate::outcome::{self, tracking::Owner, Outcome};
+use crate::outcome::{self, Outcome};
 use crate::plugin::LoadedPlugin;
 use crate::report::REASON_WRITE_FAILED;
 use crate::telemetry::Metrics;
+use crate::vocab::tracking::Owner;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::DynamicObject;
 

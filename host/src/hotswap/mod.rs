@@ -6,12 +6,13 @@
 //! Works with a plain folder and with a mounted ConfigMap, where the kubelet replaces a `..data`
 //! symlink atomically and each `name.wasm` is a symlink through it: every change in the folder
 //! triggers a full rescan by content hash, so how a file got replaced does not matter.
+//!
+//! Floor 13 of 0–15 (`docs/ARCHITECTURE.md`). May use: `admission`, `controller`, `plugin`, `shadow`,
+//! `source`, `telemetry`, `vocab`. Used by: `cli`.
 
 mod drive;
 mod load;
-pub mod report;
 mod slot;
 pub mod supervisor;
 
-pub use report::{Report, State};
-pub use supervisor::{Command, Supervisor};
+pub use supervisor::Supervisor;

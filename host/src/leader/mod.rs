@@ -10,6 +10,9 @@
 //! already leads), it writes the Lease with patches that carry no resourceVersion (a stale
 //! replica can overwrite the holder), and it judges expiry by comparing the holder's renewTime
 //! with the local wall clock (clock skew between nodes moves the takeover).
+//!
+//! Floor 5 of 0–15 (`docs/ARCHITECTURE.md`). May use: nothing else in the crate. Used by:
+//! `admission`, `cli`, `controller`, `report`, `shard`, `source`.
 
 pub mod gate;
 mod lease;

@@ -3,12 +3,14 @@
 //! `decode` turns the raw WIT outcome into typed intents (JSON parses, required fields, size caps);
 //! `fence` checks them against what the plugin declared and what the cluster holds. Either step
 //! rejects the *whole* outcome: nothing of a rejected outcome is ever written.
+//!
+//! Floor 3 of 0–15 (`docs/ARCHITECTURE.md`). May use: `plugin`, `vocab`. Used by: `admission`,
+//! `apply`, `controller`, `offline`, `report`, `shadow`.
 
 pub mod decode;
 pub mod fence;
-pub mod tracking;
 
-use crate::kinds::Gvk;
+use crate::vocab::Gvk;
 use serde::Serialize;
 use serde_json::Value;
 use std::time::Duration;

@@ -9,9 +9,10 @@
 //! a task that cannot even be aborted stays in the in-flight registry as *stuck* (`/healthz`).
 
 use super::engine::PluginEngine;
+use super::errors::CallError;
 use super::inflight::{CallHandle, CALL_GRACE};
 use super::limits::Limits;
-use super::sandbox::{self, CallContext, CallError, HostState};
+use super::sandbox::{self, CallContext, HostState};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -5,18 +5,23 @@
 //! linked once ([`LoadedPlugin`] holds the pre-instantiated component), and every call gets a
 //! fresh instance in a fresh store, admitted against the host's instance slots and memory budget,
 //! under its plugin's deadline and memory limit, with deterministic WASI ([`wasi`]).
+//!
+//! Floor 2 of 0–15 (`docs/ARCHITECTURE.md`). May use: `vocab`. Used by: `admission`, `cli`,
+//! `controller`, `hotswap`, `offline`, `outcome`, `shadow`, `source`, `telemetry`, `watch`.
 
 pub mod admission;
+mod beside;
 mod bindings;
 pub mod cache_view;
 mod call;
 mod compile;
 pub mod engine;
+mod errors;
 mod exports;
 pub mod guest_error;
 mod host_api;
 pub mod inflight;
-pub mod info;
+mod info;
 pub mod limits;
 pub mod loader;
 mod output;
@@ -27,12 +32,13 @@ pub mod ticker;
 pub mod wasi;
 pub mod world;
 
+pub use beside::{Shadow, ShadowCall};
 pub use bindings::wit;
 pub use cache_view::{read_namespace, CacheView, PrimaryScope, QueryTooLarge, StaticCache};
 pub use engine::{EngineConfig, PluginEngine, Tuning};
-pub use info::PluginInfo;
+pub use errors::{CallError, LoadError};
 pub use limits::{LimitSet, Limits};
-pub use loader::{CallSpec, Compiled, LoadError, LoadedPlugin};
-pub use sandbox::{CallError, RawResult};
+pub use loader::{Compiled, LoadedPlugin};
+pub use sandbox::RawResult;
 pub use session::Session;
-pub use world::{AdmissionRequest, Operation, RawFinalize, RawValidate, Request, World};
+pub use world::{AdmissionRequest, CallSpec, Operation, RawFinalize, RawValidate, Request, World};

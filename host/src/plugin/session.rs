@@ -1,8 +1,9 @@
 //! A kept instance for several calls, to measure what reuse would save (never used for reconciles).
 
 use super::bindings::{self, v01, v02};
+use super::errors::CallError;
 use super::loader::LoadedPlugin;
-use super::sandbox::{self, CallContext, CallError, HostState, RawResult};
+use super::sandbox::{self, CallContext, HostState, RawResult};
 use super::wasi::Determinism;
 use super::world::{Pre, Request};
 use std::sync::Arc;

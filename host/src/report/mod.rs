@@ -6,6 +6,9 @@
 //! client-go's spam filter, each object gets a bucket of [`SPAM_BURST`] events refilled by one
 //! per [`SPAM_REFILL`], so a Warning whose text changes at every retry cannot flood the events
 //! API. Messages are cut to the events API's 1 KiB `note`.
+//!
+//! Floor 8 of 0–15 (`docs/ARCHITECTURE.md`). May use: `leader`, `outcome`, `watch`. Used by:
+//! `controller`.
 
 use crate::outcome::{EventSpec, Severity};
 use crate::watch::ObjectKey;

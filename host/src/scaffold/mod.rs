@@ -9,6 +9,8 @@
 //!
 //! A few files come from elsewhere in the repository, so there is one copy of each: the WIT, the
 //! Foo CRD, the Rust SDK, the pinned JavaScript/Python toolchains and the C JSON library.
+//!
+//! Floor 1 of 0–15 (`docs/ARCHITECTURE.md`). May use: nothing else in the crate. Used by: `cli`.
 
 mod extra;
 

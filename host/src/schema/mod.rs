@@ -4,11 +4,13 @@
 //! and check every applied object, and the primary's status, against the served version's
 //! openAPIV3Schema ([`structural`]); built-in kinds are checked against their k8s-openapi types
 //! ([`builtin`]). A CRD also tells whether its kind is namespaced.
+//!
+//! Floor 1 of 0–15 (`docs/ARCHITECTURE.md`). May use: `vocab`. Used by: `cli`, `offline`.
 
 pub mod builtin;
 pub mod structural;
 
-use crate::kinds::Gvk;
+use crate::vocab::Gvk;
 use serde_json::Value;
 use std::collections::HashMap;
 pub use structural::{Required, Violation};

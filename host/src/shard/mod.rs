@@ -8,9 +8,11 @@
 //! the API server (a Lease per member, one Lease for the assignment); [`filter`] makes the API
 //! server send each replica only its slice when it can (`shardSelector`), and tells whether it
 //! does. [`Shard`] is what the rest of the host asks: does this replica reconcile that object now?
+//!
+//! Floor 6 of 0–15 (`docs/ARCHITECTURE.md`). May use: `leader`. Used by: `cli`, `controller`,
+//! `watch`.
 
 pub mod filter;
-pub mod follow;
 pub mod handover;
 pub mod members;
 pub mod ring;

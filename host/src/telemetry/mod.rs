@@ -1,4 +1,7 @@
 //! Metrics, health and readiness, served over HTTP.
+//!
+//! Floor 4 of 0–15 (`docs/ARCHITECTURE.md`). May use: `plugin`. Used by: `admission`, `cli`,
+//! `controller`, `hotswap`, `shadow`, `source`, `watch`.
 
 pub mod health;
 pub mod http;

@@ -3,13 +3,17 @@
 //!
 //! Nothing here knows about Foo: kinds come from the plugin's `info()`, resolved through API
 //! discovery, and every object is JSON text plus typed metadata (`object::Cached`).
+//!
+//! Floor 7 of 0–15 (`docs/ARCHITECTURE.md`). May use: `plugin`, `shard`, `telemetry`, `vocab`. Used
+//! by: `admission`, `apply`, `cli`, `controller`, `report`.
 
 pub mod caches;
 pub mod discovery;
+pub mod follow;
 pub mod object;
 mod owners;
 pub mod pool;
-pub mod selector;
+pub mod view;
 
 pub use caches::{Caches, KindCache, WatchEvent};
 pub use discovery::{resolve, Resolved};

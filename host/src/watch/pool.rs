@@ -17,9 +17,9 @@
 
 use super::caches::{KindCache, ShardFilter, WatchEvent};
 use super::discovery::Resolved;
-use crate::kinds::Gvk;
 use crate::shard::{Shard, ShardBy};
 use crate::telemetry::metrics::Metrics;
+use crate::vocab::Gvk;
 use futures::StreamExt;
 use kube::Client;
 use std::collections::HashMap;
