@@ -15,7 +15,8 @@ use std::path::{Component, Path, PathBuf};
 /// Languages whose blocks are commands someone would paste into a shell.
 const COMMAND_LANGUAGES: &[&str] = &["sh", "bash", "shell", "console", "zsh"];
 /// Top-level folders of the repository: a backticked path starting with one must exist.
-const REPO_DIRS: &[&str] = &["host/", "wit/", "tests/", "scripts/", "deploy/", "crds/", "guest-foo/", "examples/", ".ci/"];
+const REPO_DIRS: &[&str] =
+    &["host/", "wit/", "tests/", "scripts/", "deploy/", "crds/", "guest-foo/", "examples/", ".ci/"];
 const RUN_BY: &str = "<!-- run-by:";
 const NOT_RUN: &str = "<!-- not-run:";
 /// The region of a guide whose figures must appear in BENCHMARKS.md.
@@ -129,7 +130,8 @@ pub fn block_problems(guide: &Guide, root: &Path) -> Vec<String> {
     let mut marked_lines = BTreeSet::new();
     for block in blocks(&guide.text) {
         if block.lang.is_none() {
-            problems.push(format!("{}: a code block without a language (name it: sh, text, yaml, ...)", at(block.line)));
+            problems
+                .push(format!("{}: a code block without a language (name it: sh, text, yaml, ...)", at(block.line)));
             continue;
         }
         let marker = marker_above(&guide.text, block.line);
@@ -183,7 +185,10 @@ fn run_by_problems(marker: &str, guide: &Guide, root: &Path) -> Option<String> {
 /// The code of the command block directly under `<!-- run-by: FILE::TEST -->` in `text`.
 pub fn run_by_block(text: &str, file: &str, test: &str) -> Option<String> {
     let marker = format!("{RUN_BY} {file}::{test} -->");
-    blocks(text).into_iter().find(|b| is_command(b) && marker_above(text, b.line) == Some(marker.as_str())).map(|b| b.code)
+    blocks(text)
+        .into_iter()
+        .find(|b| is_command(b) && marker_above(text, b.line) == Some(marker.as_str()))
+        .map(|b| b.code)
 }
 
 /// GitHub's anchor for a heading's text: lower case, punctuation dropped, spaces to hyphens.
@@ -279,7 +284,8 @@ pub fn link_problems(guide: &Guide, root: &Path) -> Vec<String> {
             continue;
         }
         if let Some(anchor) = anchor {
-            let text = if rel.extension().is_some_and(|e| e == "md") { std::fs::read_to_string(&path).ok() } else { None };
+            let text =
+                if rel.extension().is_some_and(|e| e == "md") { std::fs::read_to_string(&path).ok() } else { None };
             match text {
                 Some(t) if anchors(&t).contains(anchor) => {}
                 Some(_) => problems.push(format!("{at}: {} has no heading with the anchor #{anchor}", rel.display())),
@@ -333,7 +339,9 @@ pub fn figure_problems(guide: &Guide, benchmarks: &str) -> Vec<String> {
                 problems.extend(unknown.map(|f| format!("{}: the figure {f} is not in BENCHMARKS.md", guide.path)));
                 region = None;
             }
-            (FIGURES_BEGIN | FIGURES_END, _) => problems.push(format!("{}:{}: `{line}` out of place", guide.path, i + 1)),
+            (FIGURES_BEGIN | FIGURES_END, _) => {
+                problems.push(format!("{}:{}: `{line}` out of place", guide.path, i + 1))
+            }
             (_, Some((_, text))) => {
                 text.push_str(line);
                 text.push('\n');

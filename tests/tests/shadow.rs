@@ -73,7 +73,9 @@ fn shadow_as_the_guide_shows(plane: &ControlPlane, name: &str, reference: &str) 
     let test = "a_candidate_like_the_active_version_agrees_and_v2_differs_on_every_foo_without_writing";
     let mut block = kwop_tests::docs::run_by_block(&guide, "tests/tests/shadow.rs", test)
         .ok_or_else(|| anyhow::anyhow!("{GUIDE} has no sh block marked run-by this test"))?;
-    for (from, to) in [("registry.example.com/plugins/foo-info:0.2.0", reference), ("rp foo-info ", &format!("rp {name} "))] {
+    for (from, to) in
+        [("registry.example.com/plugins/foo-info:0.2.0", reference), ("rp foo-info ", &format!("rp {name} "))]
+    {
         anyhow::ensure!(block.contains(from), "{GUIDE}'s shadow block no longer says {from}: {block}");
         block = block.replace(from, to);
     }
