@@ -36,18 +36,27 @@ impl Guide {
     }
 }
 
-/// README.md and every docs/*.md, in name order.
+/// README.md and every Markdown file under docs/ (design notes included), in path order.
 pub fn guides(root: &Path) -> std::io::Result<Vec<Guide>> {
-    let mut paths = vec!["README.md".to_string()];
-    let mut docs: Vec<String> = std::fs::read_dir(root.join("docs"))?
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".md"))
-        .map(|n| format!("docs/{n}"))
-        .collect();
-    docs.sort();
-    paths.extend(docs);
+    let mut paths = Vec::new();
+    markdown_under(root, Path::new("docs"), &mut paths)?;
+    paths.sort();
+    paths.insert(0, "README.md".to_string());
     paths.into_iter().map(|p| Ok(Guide { text: std::fs::read_to_string(root.join(&p))?, path: p })).collect()
+}
+
+/// The `.md` files under `root/dir`, as paths from `root`, into `out`.
+fn markdown_under(root: &Path, dir: &Path, out: &mut Vec<String>) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(root.join(dir))? {
+        let entry = entry?;
+        let rel = dir.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            markdown_under(root, &rel, out)?;
+        } else if rel.extension().is_some_and(|e| e == "md") {
+            out.push(rel.to_string_lossy().into_owned());
+        }
+    }
+    Ok(())
 }
 
 /// A fenced or indented code block: 1-based line of its opening fence, language, code.

@@ -22,7 +22,7 @@ fn root() -> PathBuf {
 }
 
 fn all_guides() -> Vec<Guide> {
-    docs::guides(&root()).expect("README.md and docs/*.md are readable")
+    docs::guides(&root()).expect("README.md and the Markdown under docs/ are readable")
 }
 
 fn read(path: &str) -> String {
@@ -266,6 +266,7 @@ fn scratch_repo() -> PathBuf {
     std::fs::write(root.join("tests/tests/other.rs"), "#[test]\nfn runs_it() {}\n").expect("scratch");
     std::fs::write(root.join("host/src/lib.rs"), "").expect("scratch");
     std::fs::write(root.join("docs/h.md"), "# H\n\n## A part\n").expect("scratch");
+    std::fs::write(root.join("README.md"), "# Scratch\n").expect("scratch");
     root
 }
 
@@ -310,6 +311,11 @@ fn the_checks_catch_what_they_are_for() {
             "{broken:?} should give {expected:?}, gave {problems:?}"
         );
     }
+    std::fs::create_dir_all(root.join("docs/design")).expect("scratch");
+    std::fs::write(root.join("docs/design/n.md"), "# N\n").expect("scratch");
+    let found: Vec<String> =
+        docs::guides(&root).map_or_else(|_| Vec::new(), |g| g.into_iter().map(|g| g.path).collect());
+    assert_eq!(found, ["README.md", "docs/design/n.md", "docs/h.md"], "guides are found in docs/'s subfolders too");
     assert_eq!(
         docs::slug("The OCI artifact: `kwop plugin push` and `pull`"),
         "the-oci-artifact-kwop-plugin-push-and-pull"
