@@ -305,14 +305,24 @@ pub fn link_problems(guide: &Guide, root: &Path) -> Vec<String> {
     problems
 }
 
-/// Problems with repository paths in a guide's code spans (`host/src/...`): each must exist.
+/// Problems with repository paths in a guide's code spans (`host/src/...`): each must exist. A
+/// span that starts with a folder of host/src (`controller/queue.rs`) is a path from host/src.
 pub fn path_problems(guide: &Guide, root: &Path) -> Vec<String> {
     let mut problems = Vec::new();
     for (event, range) in parser(&guide.text) {
         let Event::Code(code) = event else { continue };
-        let is_path = REPO_DIRS.iter().any(|d| code.starts_with(d))
-            && code.chars().all(|c| c.is_ascii_alphanumeric() || "_./-".contains(c));
-        if is_path && !root.join(code.as_ref()).exists() {
+        if !code.contains('/') || !code.chars().all(|c| c.is_ascii_alphanumeric() || "_./-".contains(c)) {
+            continue;
+        }
+        let first = code.split('/').next().unwrap_or_default();
+        let path = if REPO_DIRS.iter().any(|d| code.starts_with(d)) {
+            root.join(code.as_ref())
+        } else if !first.is_empty() && root.join("host/src").join(first).is_dir() {
+            root.join("host/src").join(code.as_ref())
+        } else {
+            continue;
+        };
+        if !path.exists() {
             problems.push(format!("{}:{}: `{code}` does not exist", guide.path, line_of(&guide.text, range.start)));
         }
     }
@@ -361,5 +371,45 @@ pub fn figure_problems(guide: &Guide, benchmarks: &str) -> Vec<String> {
     if let Some((line, _)) = region {
         problems.push(format!("{}:{line}: `{FIGURES_BEGIN}` without `{FIGURES_END}`", guide.path));
     }
+    problems
+}
+
+/// The source folders a guide names: `name/` in its text diagrams (```` ```text ```` blocks) and
+/// code spans that are exactly `name/` (`controller/`), as the README names host/src's folders.
+pub fn folder_mentions(text: &str) -> BTreeSet<String> {
+    let in_diagram = regex::Regex::new(r"(?:^|[\s(│])([a-z_]+)/").expect("a valid regex");
+    let alone = regex::Regex::new(r"^([a-z_]+)/$").expect("a valid regex");
+    let mut out = BTreeSet::new();
+    for block in blocks(text).into_iter().filter(|b| b.lang.as_deref() == Some("text")) {
+        out.extend(in_diagram.captures_iter(&block.code).map(|c| c[1].to_string()));
+    }
+    for (event, _) in parser(text) {
+        if let Event::Code(code) = event {
+            out.extend(alone.captures(&code).map(|c| c[1].to_string()));
+        }
+    }
+    out
+}
+
+/// Problems between the folders a guide names ([`folder_mentions`]) and the folders of `dir`
+/// (from `root`): one named that is not there, one there that is not named. The repository's own
+/// top-level folders (`deploy/`, `scripts/`, ...) are not `dir`'s and are left out.
+pub fn folder_problems(guide: &Guide, root: &Path, dir: &str) -> Vec<String> {
+    let named: BTreeSet<String> =
+        folder_mentions(&guide.text).into_iter().filter(|f| !REPO_DIRS.contains(&format!("{f}/").as_str())).collect();
+    let present: BTreeSet<String> = std::fs::read_dir(root.join(dir))
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok())
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut problems: Vec<String> = named
+        .difference(&present)
+        .map(|f| format!("{}: names `{f}/`, which {dir} does not have", guide.path))
+        .collect();
+    problems.extend(present.difference(&named).map(|f| format!("{}: never names {dir}/{f}/", guide.path)));
     problems
 }

@@ -116,6 +116,12 @@ fn the_readme_stays_a_front_door() {
     assert_eq!((first.lang.as_deref(), commands.as_slice()), (Some("sh"), ["scripts/demo", "scripts/test"].as_slice()));
 }
 
+#[test]
+fn the_readme_names_every_folder_of_host_src_and_no_other() {
+    let readme = Guide::new("README.md", &read("README.md"));
+    assert_none("the README's folders", docs::folder_problems(&readme, &root(), "host/src"));
+}
+
 /// Runs the block of `guide` marked `<!-- run-by: tests/tests/docs.rs::test -->` in the
 /// repository's root, with `kwop` the binary under test, each `(from, to)` replaced (each `from`
 /// must be in the block). Every `# N passed, M failed` the block promises must be in the output.
@@ -258,7 +264,7 @@ fn the_commands_synopsis_names_only_flags_kwop_has_and_every_command() {
 fn scratch_repo() -> PathBuf {
     let root = std::env::temp_dir().join(format!("kwop-docs-check-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
-    for dir in ["tests/tests", "docs", "host/src"] {
+    for dir in ["tests/tests", "docs", "host/src/plugin"] {
         std::fs::create_dir_all(root.join(dir)).expect("scratch");
     }
     let reads = "const G: &str = \"docs/g.md\";\n#[test]\nfn runs_it() {}\nfn helper() {}\n";
@@ -303,6 +309,7 @@ fn the_checks_catch_what_they_are_for() {
         ("[x](#nowhere)\n", "no heading here with the anchor #nowhere"),
         ("[x](../../outside.md)\n", "leaves the repository"),
         ("`host/src/gone.rs`\n", "`host/src/gone.rs` does not exist"),
+        ("`plugin/gone.rs`\n", "`plugin/gone.rs` does not exist"),
         ("<!-- figures-from: BENCHMARKS.md -->\np99 42 ms\n<!-- /figures-from -->\n", "42 ms is not in BENCHMARKS.md"),
     ] {
         let problems = problems_in(&root, &format!("# G\n\n{broken}"));
@@ -311,6 +318,18 @@ fn the_checks_catch_what_they_are_for() {
             "{broken:?} should give {expected:?}, gave {problems:?}"
         );
     }
+    // The README's folders against host/src's: `lib.rs` is a file, `plugin/` is named nowhere.
+    std::fs::create_dir_all(root.join("host/src/plugin")).expect("scratch");
+    let readme =
+        Guide::new("README.md", "```text\n watch/ store ──► gone/\n```\n\n(`src/lib.rs`, `watch/`, `deploy/`)\n");
+    let problems = docs::folder_problems(&readme, &root, "host/src");
+    assert!(problems.iter().any(|p| p.contains("names `gone/`")), "{problems:?}");
+    assert!(problems.iter().any(|p| p.contains("never names") && p.ends_with("/plugin/")), "{problems:?}");
+    assert!(!problems.iter().any(|p| p.contains("deploy")), "a top-level folder is not host/src's: {problems:?}");
+    std::fs::create_dir_all(root.join("host/src/watch")).expect("scratch");
+    std::fs::create_dir_all(root.join("host/src/gone")).expect("scratch");
+    let readme = Guide::new("README.md", "```text\n watch/ store ──► gone/ │ plugin/\n```\n");
+    assert_none("folders all named", docs::folder_problems(&readme, &root, "host/src"));
     std::fs::create_dir_all(root.join("docs/design")).expect("scratch");
     std::fs::write(root.join("docs/design/n.md"), "# N\n").expect("scratch");
     let found: Vec<String> =
