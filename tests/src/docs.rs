@@ -12,6 +12,9 @@ use pulldown_cmark::{CodeBlockKind, Event, Options, Parser, Tag, TagEnd};
 use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
 
+mod figures;
+pub use figures::{figure_problems, figures, FIGURES_BEGIN, FIGURES_END};
+
 /// Languages whose blocks are commands someone would paste into a shell.
 const COMMAND_LANGUAGES: &[&str] = &["sh", "bash", "shell", "console", "zsh"];
 /// Top-level folders of the repository: a backticked path starting with one must exist.
@@ -19,9 +22,6 @@ const REPO_DIRS: &[&str] =
     &["host/", "wit/", "tests/", "scripts/", "deploy/", "crds/", "guest-foo/", "examples/", ".ci/"];
 const RUN_BY: &str = "<!-- run-by:";
 const NOT_RUN: &str = "<!-- not-run:";
-/// The region of a guide whose figures must appear in BENCHMARKS.md.
-pub const FIGURES_BEGIN: &str = "<!-- figures-from: BENCHMARKS.md -->";
-pub const FIGURES_END: &str = "<!-- /figures-from -->";
 
 /// One guide: its path from the repository root (`README.md`, `docs/x.md`) and its text.
 #[derive(Debug, Clone)]
@@ -325,51 +325,6 @@ pub fn path_problems(guide: &Guide, root: &Path) -> Vec<String> {
         if !path.exists() {
             problems.push(format!("{}:{}: `{code}` does not exist", guide.path, line_of(&guide.text, range.start)));
         }
-    }
-    problems
-}
-
-/// The figures (a number with a unit: ×, ms, µs, s, KB, MB, MiB, B, %) in a text.
-pub fn figures(text: &str) -> Vec<String> {
-    let re = regex::Regex::new(r"(?:^|[^\d.])(\d+(?:\.\d+)?) ?(×|ms|µs|KB|MB|MiB|B|s|%)").expect("a valid regex");
-    let mut out = Vec::new();
-    for c in re.captures_iter(text) {
-        let (whole, unit) = (c.get(0).expect("match"), c.get(2).expect("unit"));
-        let next = text[whole.end()..].chars().next();
-        if next.is_some_and(|n| n.is_alphanumeric()) {
-            continue; // "5 sec", "3 Bytes": not this unit
-        }
-        out.push(format!("{} {}", &c[1], unit.as_str()).replace(" ×", "×"));
-    }
-    out
-}
-
-/// Problems with the figures between the lines [`FIGURES_BEGIN`] and [`FIGURES_END`]: each must be
-/// one BENCHMARKS.md gives (same number, same unit).
-pub fn figure_problems(guide: &Guide, benchmarks: &str) -> Vec<String> {
-    let known: BTreeSet<String> = figures(benchmarks).into_iter().collect();
-    let mut problems = Vec::new();
-    let mut region: Option<(usize, String)> = None;
-    for (i, line) in guide.text.lines().enumerate() {
-        match (line.trim(), region.as_mut()) {
-            (FIGURES_BEGIN, None) => region = Some((i + 1, String::new())),
-            (FIGURES_END, Some((_, text))) => {
-                let unknown = figures(text).into_iter().filter(|f| !known.contains(f));
-                problems.extend(unknown.map(|f| format!("{}: the figure {f} is not in BENCHMARKS.md", guide.path)));
-                region = None;
-            }
-            (FIGURES_BEGIN | FIGURES_END, _) => {
-                problems.push(format!("{}:{}: `{line}` out of place", guide.path, i + 1))
-            }
-            (_, Some((_, text))) => {
-                text.push_str(line);
-                text.push('\n');
-            }
-            (_, None) => {}
-        }
-    }
-    if let Some((line, _)) = region {
-        problems.push(format!("{}:{line}: `{FIGURES_BEGIN}` without `{FIGURES_END}`", guide.path));
     }
     problems
 }
