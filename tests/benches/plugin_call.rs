@@ -19,7 +19,7 @@
 //! BENCHMARKS.md).
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use kwop::kinds::Gvk;
+use kwop::vocab::Gvk;
 use kwop::plugin::{CacheView, Request};
 use kwop_tests::bench::calls;
 use std::hint::black_box;

@@ -3,7 +3,7 @@
 //! and must produce sensible numbers — and kwop must write nothing while in sync.
 //! The figures themselves mean nothing here; BENCHMARKS.md has the real ones.
 
-use kwop::kinds::Gvk;
+use kwop::vocab::Gvk;
 use kwop_tests::bench::{self, calls, report, scenarios, Config, Driver, Results};
 use kwop_tests::plugins;
 use std::path::PathBuf;

@@ -177,7 +177,7 @@ async fn a_bad_source_keeps_the_last_good_version_says_why_and_recovers() -> any
     status_where(&client, &name, "Ready on v1", Duration::from_secs(60), ready).await?;
 
     let still_v1 =
-        |s: &kwop::source::crd::ReconcilerPluginStatus| s.active_digest.as_deref() == Some(v1.as_str()) && ready(s);
+        |s: &kwop::vocab::crd::ReconcilerPluginStatus| s.active_digest.as_deref() == Some(v1.as_str()) && ready(s);
     let cases = [
         ("a digest that is not there", format!("{php}/guest-foo@sha256:{}", "0".repeat(64)), "NotFound"),
         ("a missing tag", format!("{php}/guest-foo:missing"), "NotFound"),

@@ -9,7 +9,7 @@ use common::rp::*;
 use common::*;
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{Api, ListParams};
-use kwop::source::crd::CandidateStatus;
+use kwop::vocab::crd::CandidateStatus;
 use kwop_tests::registry::Registry;
 use kwop_tests::wat_plugin::WatPlugin;
 use kwop_tests::{plugins, wait, ControlPlane, Host, Mode};

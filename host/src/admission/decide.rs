@@ -2,7 +2,7 @@
 //! could not answer (a trap, its deadline) — what the failure policy says. Pure, so the webhook,
 //! `kwop plugin validate` and the fixtures share it.
 
-use super::FailurePolicy;
+use crate::vocab::FailurePolicy;
 use crate::outcome::decode::truncate;
 use crate::plugin::{CallError, RawValidate};
 use serde_json::{json, Value};

@@ -5,7 +5,7 @@
 use super::certs::Resolver;
 use super::decide::{self, Verdict};
 use super::Registry;
-use crate::controller::reads::RecordingCache;
+use crate::watch::view::RecordingCache;
 use crate::plugin::{AdmissionRequest, CacheView, CallSpec, Operation};
 use crate::telemetry::Metrics;
 use axum::body::Bytes;

@@ -6,9 +6,10 @@
 //! the host stops: the failure policy then decides (`Fail`: requests are refused; `Ignore`:
 //! allowed).
 
-use super::{AdmissionConfig, CertSource, Endpoint, FailurePolicy, Registry, Validating};
+use super::{AdmissionConfig, CertSource, Endpoint, Registry, Validating};
+use crate::vocab::FailurePolicy;
 use crate::leader::Leadership;
-use crate::source::grants::Namespaces;
+use crate::vocab::grants::Namespaces;
 use crate::watch::Resolved;
 use base64::Engine as _;
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
@@ -148,7 +149,7 @@ pub async fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kinds::Gvk;
+    use crate::vocab::Gvk;
 
     fn config(endpoint: Endpoint, only: Option<&str>) -> AdmissionConfig {
         AdmissionConfig {

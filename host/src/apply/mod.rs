@@ -15,7 +15,7 @@ pub mod lists;
 
 pub use compare::covers;
 
-use crate::kinds::Gvk;
+use crate::vocab::Gvk;
 use crate::outcome::Intent;
 use crate::watch::Resolved;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
@@ -56,7 +56,7 @@ pub enum Belonging<'a> {
     /// A controller owner reference (in the primary's namespace, or under a cluster-scoped one).
     Reference(&'a OwnerReference),
     /// The host's tracking labels (a kind owned across namespaces).
-    Labels(&'a crate::outcome::tracking::Owner<'a>),
+    Labels(&'a crate::vocab::tracking::Owner<'a>),
 }
 
 /// What a write did.

@@ -2,7 +2,8 @@
 
 use super::RunArgs;
 use crate::controller::{ControllerConfig, Shared};
-use crate::hotswap::{Command, Supervisor};
+use crate::hotswap::Supervisor;
+use crate::source::Command;
 use crate::leader::gate::{Authority, WriteGate};
 use crate::leader::{Election, ElectionConfig, Leadership};
 use crate::plugin::{EngineConfig, LimitSet, PluginEngine};
@@ -31,7 +32,7 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
 
 /// The default limits (`--plugin-timeout`, `--plugin-memory`) and the `--plugin-limit` overrides.
 fn limit_set(args: &RunArgs) -> LimitSet {
-    let default = super::offline::limits(&args.sandbox);
+    let default = args.sandbox.limits();
     let by_name = args
         .plugin_limits
         .iter()

@@ -120,7 +120,7 @@ impl Sharding {
         while !self.shard.joined() && joining.elapsed() < cfg.lease.renew_deadline {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        self.tasks.push(tokio::spawn(crate::shard::follow::run(
+        self.tasks.push(tokio::spawn(crate::watch::follow::run(
             self.shard.clone(),
             pool,
             metrics,

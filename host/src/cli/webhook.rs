@@ -1,7 +1,7 @@
 //! `kwop run --webhook-*`: serving admission for plugins that validate.
 
-use super::units;
-use crate::admission::{AdmissionConfig, CertSource, Endpoint, FailurePolicy};
+use crate::admission::{AdmissionConfig, CertSource, Endpoint};
+use crate::vocab::FailurePolicy;
 use clap::Args;
 use std::time::Duration;
 
@@ -28,7 +28,7 @@ pub struct WebhookArgs {
     pub webhook_failure_policy: FailurePolicy,
     /// The webhook's timeout (the API server's `timeoutSeconds`, 1s–30s); `validate` gets this
     /// less 0.5 s, or the plugin's own deadline if shorter.
-    #[arg(long, default_value = "10s", value_parser = units::duration)]
+    #[arg(long, default_value = "10s", value_parser = crate::vocab::units::duration)]
     pub webhook_timeout: Duration,
     /// The Secret (in the system namespace) holding the serving certificate.
     #[arg(long, default_value = "kwop-webhook-tls")]
@@ -43,7 +43,7 @@ pub struct WebhookArgs {
     #[arg(long, default_value = "self-signed", value_parser = ["self-signed", "external"])]
     pub webhook_certs: String,
     /// Life of a self-signed serving certificate.
-    #[arg(long, default_value = "8760h", value_parser = units::duration)]
+    #[arg(long, default_value = "8760h", value_parser = crate::vocab::units::duration)]
     pub webhook_cert_validity: Duration,
 }
 

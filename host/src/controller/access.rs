@@ -3,7 +3,7 @@
 //! the verb and the resource, instead of a watch failing forever or writes being refused later.
 
 use super::Role;
-use crate::source::grants::Namespaces;
+use crate::vocab::grants::Namespaces;
 use crate::watch::discovery::Resolved;
 use crate::watch::pool::Reach;
 use k8s_openapi::api::authorization::v1::{ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec};
@@ -144,7 +144,7 @@ pub async fn first_denied(client: &Client, needs: &[Permission]) -> Option<Strin
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kinds::Gvk;
+    use crate::vocab::Gvk;
     use kube::core::ApiResource;
 
     fn resolved(group: &str, kind: &str, plural: &str, namespaced: bool) -> Resolved {

@@ -6,12 +6,13 @@
 //! the primary's `status.conditions` (when its schema has them), and
 //! `kwop_finalize_total{result="error"|"failure"|"rejected"}`.
 
-use super::reads::RecordingCache;
+use crate::watch::view::RecordingCache;
 use super::reconcile::{warning, Next};
 use super::seen::Seen;
 use super::Inner;
-use crate::finalize;
-use crate::outcome::{self, tracking::Owner, EventSpec, Severity};
+use crate::vocab::finalize;
+use crate::outcome::{self, EventSpec, Severity};
+use crate::vocab::tracking::Owner;
 use crate::plugin::{CacheView, CallSpec, LoadedPlugin, Request};
 use crate::report::REASON_FINALIZE_FAILED;
 use crate::telemetry::Metrics;

@@ -6,7 +6,7 @@
 //!   limit makes a new one);
 //! - its request: the primary and the objects it controls, each fixed by its resourceVersion;
 //! - what it read through the cache imports: each object got by name (or its absence) and each
-//!   query's answer, fixed by the objects' keys and resourceVersions ([`super::reads::Reads`]);
+//!   query's answer, fixed by the objects' keys and resourceVersions ([`Reads`]);
 //! - its WASI: the random bytes are seeded by the plugin, the primary's uid and resourceVersion
 //!   (all above); the monotonic clock stands still; the wall clock is the reconcile's start, so a
 //!   call that reads it is never memoized.
@@ -20,9 +20,9 @@
 //! still the same. Anything else calls the plugin. Shadowed and recorded reconciles are never
 //! skipped (the candidate and the recorder want every call).
 
-use super::reads::{Reads, RecordingCache};
+use crate::watch::view::{Reads, RecordingCache};
 use super::seen::Seen;
-use crate::kinds::Gvk;
+use crate::vocab::Gvk;
 use crate::plugin::LoadedPlugin;
 use crate::watch::Cached;
 use crate::watch::ObjectKey;

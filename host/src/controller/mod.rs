@@ -18,7 +18,7 @@ mod shadowing;
 mod writes;
 
 use crate::apply::Applier;
-use crate::kinds::Gvk;
+use crate::vocab::Gvk;
 use crate::outcome::OutcomeLimits;
 use crate::plugin::LoadedPlugin;
 use crate::report::EventSink;
@@ -73,7 +73,7 @@ impl Default for ControllerConfig {
             rate_limit: RateLimit::default(),
             instance: None,
             shutdown_grace: Duration::from_secs(10),
-            finalize_patience: crate::finalize::PATIENCE,
+            finalize_patience: crate::vocab::finalize::PATIENCE,
         }
     }
 }
@@ -384,9 +384,9 @@ impl Inner {
                 }
                 // Tracked by labels (a kind owned across namespaces): the annotation names the
                 // primary; the plugin label says whose it is.
-                let ours = o.label(crate::outcome::tracking::PLUGIN) == Some(self.plugin.load().info.name.as_str());
+                let ours = o.label(crate::vocab::tracking::PLUGIN) == Some(self.plugin.load().info.name.as_str());
                 if let Some(owner) = o.tracked_owner().filter(|_| ours) {
-                    let (namespace, name) = crate::outcome::tracking::parse_owner(owner);
+                    let (namespace, name) = crate::vocab::tracking::parse_owner(owner);
                     if namespace.is_some() == primary.namespaced {
                         self.queue.add(ObjectKey { namespace: namespace.map(str::to_string), name: name.to_string() });
                     }

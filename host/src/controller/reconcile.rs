@@ -2,10 +2,10 @@
 //! report → next.
 
 use super::memo::RequestVersions;
-use super::reads::RecordingCache;
+use crate::watch::view::RecordingCache;
 use super::seen::Seen;
 use super::Inner;
-use crate::outcome::tracking::{self, Owner};
+use crate::vocab::tracking::{self, Owner};
 use crate::outcome::{self, EventSpec, FenceContext, Outcome, RejectReason, Rejection, Severity};
 use crate::plugin::{CacheView, CallSpec, LoadedPlugin, Request};
 use crate::report::{REASON_OUTCOME_REJECTED, REASON_PLUGIN_FAILED, REASON_RECONCILE_FAILED};
@@ -224,8 +224,8 @@ impl Inner {
     ) -> Result<Fenced, Result<Rejection, kube::Error>> {
         let info = &plugin.info;
         let caches = &self.caches;
-        let namespaced = |g: &crate::kinds::Gvk| caches.kind(g).map(|k| k.resolved.namespaced).unwrap_or(true);
-        let observed = |g: &crate::kinds::Gvk, ns: Option<&str>, n: &str| {
+        let namespaced = |g: &crate::vocab::Gvk| caches.kind(g).map(|k| k.resolved.namespaced).unwrap_or(true);
+        let observed = |g: &crate::vocab::Gvk, ns: Option<&str>, n: &str| {
             caches.kind(g)?.get(ns, n).and_then(|o| serde_json::from_str(o.json()).ok())
         };
         let ctx = FenceContext {

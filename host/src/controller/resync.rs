@@ -10,10 +10,10 @@
 //! every primary: they are when events may have been missed.
 
 use super::memo::RequestVersions;
-use super::reads::RecordingCache;
+use crate::watch::view::RecordingCache;
 use super::seen::Seen;
 use super::Inner;
-use crate::outcome::tracking::Owner;
+use crate::vocab::tracking::Owner;
 use crate::plugin::LoadedPlugin;
 use crate::watch::Cached;
 use std::sync::Arc;

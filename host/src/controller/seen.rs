@@ -2,7 +2,7 @@
 //! delete it decided is preconditioned on that view. An object changed during the call is then
 //! refused by the API server (409, retried on the new view), never deleted on a stale decision.
 
-use crate::kinds::Gvk;
+use crate::vocab::Gvk;
 use crate::watch::Cached;
 use kube::api::DynamicObject;
 use std::sync::Arc;

@@ -1,11 +1,12 @@
 //! A reconcile's plugin call seen by the shadow machinery: a candidate started on the same
 //! request, and the call recorded as a fixture (`--record`). Neither ever writes to the cluster.
 
-use super::reads::RecordingCache;
+use crate::watch::view::RecordingCache;
 use super::Inner;
 use crate::plugin::{CallError, CallSpec, LoadedPlugin, RawResult, Request};
 use crate::shadow::record::Recording;
-use crate::shadow::{self, Pending};
+use crate::plugin::ShadowCall;
+use crate::shadow;
 use crate::telemetry::Metrics;
 use crate::watch::ObjectKey;
 use std::sync::Arc;
@@ -13,7 +14,7 @@ use std::time::SystemTime;
 
 /// What the call's watchers need once it returns.
 pub(super) struct Watch {
-    candidate: Option<Pending>,
+    candidate: Option<Box<dyn ShadowCall>>,
     recorded: Option<(Request, SystemTime)>,
 }
 
@@ -33,7 +34,7 @@ impl Inner {
         }
         let candidate = plugin.shadow.as_ref().and_then(|c| {
             let view = Arc::new(RecordingCache::new(self.caches.clone(), ns, plugin.grants.clone()));
-            c.begin(req, spec, view, self.shared.config.outcome_limits.clone())
+            c.clone().begin(req, spec, view)
         });
         let recorded = recording.then(|| (req.clone(), spec.started_at));
         Some(Watch { candidate, recorded })
@@ -51,7 +52,7 @@ impl Inner {
         let result = shadow::compare::result_json(r, &self.shared.config.outcome_limits);
         let name = plugin.info.name.clone();
         if let Some(p) = w.candidate {
-            p.finish(key.to_string(), result.clone(), self.shared.metrics.clone(), name.clone());
+            p.finish(key.to_string(), result.clone());
         }
         if let (Some(rec), Some((req, started_at))) = (&self.shared.recorder, w.recorded) {
             let mut observed = req.owned;

@@ -4,7 +4,8 @@
 use super::reconcile::{warning, Fenced, Next};
 use super::Inner;
 use crate::apply::{Applier, Belonging, Write};
-use crate::outcome::{self, tracking::Owner, Outcome};
+use crate::outcome::{self, Outcome};
+use crate::vocab::tracking::Owner;
 use crate::plugin::LoadedPlugin;
 use crate::report::REASON_WRITE_FAILED;
 use crate::telemetry::Metrics;

@@ -1,10 +1,10 @@
 //! Bringing each plugin's controller to what it should be, with one rule above all: one active
 //! plugin per primary kind, so no object ever has two writers.
 
-use super::report::{Identity, Report, State};
+use crate::source::report::{Identity, Report, State};
 use super::supervisor::{Event, Supervisor};
 use crate::controller::Controller;
-use crate::kinds::Gvk;
+use crate::vocab::Gvk;
 use std::sync::Arc;
 use tokio::time::Instant;
 

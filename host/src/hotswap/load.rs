@@ -2,13 +2,14 @@
 //! under its limits, checked against its grants and the one-plugin-per-kind rule, and kept as the
 //! plugin's good version, or refused with the reason a status or /plugins shows.
 
-use super::report::{reason_of_load_label, State};
+use crate::source::report::{reason_of_load_label, State};
 use super::slot::status_of;
 use super::supervisor::{Event, Loaded, Supervisor};
-use crate::plugin::{LimitSet, LoadError, LoadedPlugin, PluginEngine};
+use crate::plugin::{LimitSet, LoadError, LoadedPlugin, PluginEngine, Shadow};
 use crate::shadow::stats::{CandidateState, Stats};
 use crate::shadow::Candidate;
-use crate::source::{grants::Grants, Catalog, Entry};
+use crate::source::{Catalog, Entry};
+use crate::vocab::grants::Grants;
 use crate::telemetry::metrics::LoadLabels;
 use std::sync::Arc;
 
@@ -216,7 +217,7 @@ impl Supervisor {
         active: &LoadedPlugin,
         sha256: String,
         candidate: Option<Result<LoadedPlugin, LoadError>>,
-    ) -> Option<Arc<Candidate>> {
+    ) -> Option<Arc<dyn Shadow>> {
         let registry = &self.shared.candidates;
         let mut c = match candidate {
             None => {
@@ -263,7 +264,8 @@ impl Supervisor {
             CandidateState::Running { version: c.info.version.clone(), sha256: c.sha256.clone(), stats: stats.clone() };
         registry.set(file, Some(state));
         let concurrency = active.limits.concurrency.unwrap_or(self.shared.config.workers);
-        Some(Arc::new(Candidate::new(Arc::new(c), stats, concurrency)))
+        let (limits, metrics) = (self.shared.config.outcome_limits.clone(), self.shared.metrics.clone());
+        Some(Arc::new(Candidate::new(Arc::new(c), stats, concurrency, limits, metrics, active.info.name.clone())))
     }
 }
 

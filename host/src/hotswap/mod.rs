@@ -9,9 +9,7 @@
 
 mod drive;
 mod load;
-pub mod report;
 mod slot;
 pub mod supervisor;
 
-pub use report::{Report, State};
-pub use supervisor::{Command, Supervisor};
+pub use supervisor::Supervisor;

@@ -8,34 +8,17 @@
 //! another plugin's swap, a leadership change or a shutdown; the loop beats every second and
 //! `/healthz` fails if it stops beating.
 
-use super::report::{Report, State};
 use super::slot::{status_of, Slot};
 use crate::controller::{Controller, Shared, StartError};
 use crate::plugin::{LimitSet, LoadError, LoadedPlugin, PluginEngine};
-use crate::source::{folder, Catalog};
+use crate::source::report::{Report, State};
+use crate::source::{folder, Command};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
-
-/// What the supervisor can be asked to do.
-#[derive(Debug)]
-pub enum Command {
-    /// Something changed in the folder (a file being written, a ConfigMap update under way):
-    /// rescanned once the burst settles ([`DEBOUNCE`]).
-    Rescan,
-    /// A file was completed (renamed into place, as `mv` and the ConfigMap `..data` swap do, or
-    /// closed after writing): rescanned at once.
-    RescanNow,
-    /// Everything the ReconcilerPlugin source offers now.
-    Catalog(Catalog),
-    /// Leadership gained (`true`) or lost (`false`).
-    SetActive(bool),
-    /// Stop every controller (each within the shutdown grace), then answer.
-    Shutdown(oneshot::Sender<()>),
-}
 
 /// Results of work the supervisor spawned.
 pub(super) enum Event {

@@ -1,10 +1,10 @@
 //! WIT outcome → typed outcome: JSON parsing, required fields, size and count caps.
 
 use super::{
-    reject, tracking, EventSpec, FinalizeOutcome, Intent, ObjRef, Outcome, PluginFailure, RejectReason, Rejection,
+    reject, EventSpec, FinalizeOutcome, Intent, ObjRef, Outcome, PluginFailure, RejectReason, Rejection,
     Severity,
 };
-use crate::kinds::Gvk;
+use crate::vocab::{tracking, Gvk};
 use crate::plugin::wit;
 use serde_json::Value;
 use std::collections::HashSet;

@@ -13,10 +13,9 @@
 //!   primary and this plugin (`tracking`). No adoption of unowned objects, never anything that
 //!   belongs to another owner.
 
-use super::{reject, tracking, Outcome, RejectReason, Rejection};
-use crate::kinds::Gvk;
-use crate::plugin::PluginInfo;
-use crate::source::grants::Namespaces as Granted;
+use super::{reject, Outcome, RejectReason, Rejection};
+use crate::vocab::grants::Namespaces as Granted;
+use crate::vocab::{tracking, Gvk, PluginInfo};
 use serde_json::Value;
 
 /// Looks up the observed object (kind, namespace, name), if it exists.
@@ -45,16 +44,6 @@ pub struct FenceContext<'a> {
     pub namespaced: &'a (dyn Fn(&Gvk) -> bool + Sync),
     /// The observed object, if it exists (kind, namespace, name).
     pub observed: &'a ObservedFn<'a>,
-}
-
-/// The controller owner reference's UID of an object, if it has one.
-pub fn controller_uid(obj: &Value) -> Option<&str> {
-    obj.pointer("/metadata/ownerReferences")?
-        .as_array()?
-        .iter()
-        .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))?
-        .get("uid")?
-        .as_str()
 }
 
 /// Resolves the namespace an object of `gvk` will be written to, or refuses.

@@ -6,9 +6,8 @@
 
 pub mod decode;
 pub mod fence;
-pub mod tracking;
 
-use crate::kinds::Gvk;
+use crate::vocab::Gvk;
 use serde::Serialize;
 use serde_json::Value;
 use std::time::Duration;

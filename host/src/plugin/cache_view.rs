@@ -1,7 +1,7 @@
 //! What a plugin can read: a view of cached objects, live (reflector stores) or static (offline).
 
-use crate::kinds::Gvk;
-use crate::watch::selector::Selector;
+use crate::vocab::Gvk;
+use crate::vocab::selector::Selector;
 use serde_json::Value;
 use std::collections::HashMap;
 

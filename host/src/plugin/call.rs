@@ -11,7 +11,8 @@
 use super::engine::PluginEngine;
 use super::inflight::{CallHandle, CALL_GRACE};
 use super::limits::Limits;
-use super::sandbox::{self, CallContext, CallError, HostState};
+use super::errors::CallError;
+use super::sandbox::{self, CallContext, HostState};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

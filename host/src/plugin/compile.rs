@@ -1,7 +1,7 @@
 //! Compiling a component, or taking it from the precompile cache; telling components from modules.
 
 use super::engine::PluginEngine;
-use super::loader::LoadError;
+use super::errors::LoadError;
 use wasmtime::component::Component;
 
 /// Compiles a component, or deserializes it from the precompile cache.

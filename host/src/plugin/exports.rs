@@ -3,10 +3,11 @@
 
 use super::bindings;
 use super::call;
-use super::loader::{CallSpec, LoadedPlugin};
-use super::sandbox::{self, CallContext, CallError, HostState, RawResult};
+use super::loader::LoadedPlugin;
+use super::errors::CallError;
+use super::sandbox::{self, CallContext, HostState, RawResult};
 use super::wasi::Determinism;
-use super::world::{AdmissionRequest, Call, Pre, Raw, RawFinalize, RawValidate, Request};
+use super::world::{AdmissionRequest, Call, CallSpec, Pre, Raw, RawFinalize, RawValidate, Request};
 use std::sync::Arc;
 use std::time::Duration;
 

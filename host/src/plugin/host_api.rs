@@ -4,8 +4,8 @@
 use super::bindings::{v01, v02};
 use super::guest_error::TARGET;
 use super::sandbox::HostState;
-use crate::kinds::Gvk;
-use crate::watch::selector::Selector;
+use crate::vocab::Gvk;
+use crate::vocab::selector::Selector;
 
 /// Log levels, whichever version's enum they came as.
 #[derive(Clone, Copy)]

@@ -4,62 +4,18 @@ use super::bindings::{self, v01, v02};
 use super::call;
 use super::compile::compile;
 use super::engine::PluginEngine;
-use super::info::PluginInfo;
 use super::limits::{LimitSet, Limits};
-use super::sandbox::{self, CallContext, CallError, HostState};
+use super::errors::{CallError, LoadError};
+use super::sandbox::{self, CallContext, HostState};
 use super::wasi::Determinism;
 use super::world::{Pre, World};
-use crate::kinds::Gvk;
+use crate::vocab::{Gvk, PluginInfo};
 use sha2::{Digest, Sha256};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
 use wasmtime::component::{HasSelf, Linker};
-
-/// Why a plugin file was not accepted.
-#[derive(Debug, thiserror::Error)]
-pub enum LoadError {
-    /// The file could not be read.
-    #[error("cannot read {path}: {source}")]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// The I/O error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// Not a WebAssembly component (truncated, corrupt, a core module, not wasm at all).
-    #[error("not a valid WebAssembly component: {0}")]
-    NotAComponent(String),
-    /// A valid component that declares more than the host's sandbox allows (e.g. a table larger
-    /// than the pool's slots, more memories than an instance may have).
-    #[error("component exceeds the host's sandbox limits: {0}")]
-    OverLimits(String),
-    /// A component, but not of the `kwop:reconciler@0.1.x` or `@0.2.x` world.
-    #[error("component does not implement the kwop:reconciler world (0.2.x or 0.1.x): {0}")]
-    WrongWorld(String),
-    /// `info()` trapped, looped or ran out of memory.
-    #[error("info() failed: {0}")]
-    Info(#[from] CallError),
-    /// `info()` returned something unusable.
-    #[error("info() returned an invalid description: {0}")]
-    InvalidInfo(String),
-}
-
-impl LoadError {
-    /// Short label for metrics.
-    pub fn label(&self) -> &'static str {
-        match self {
-            LoadError::Read { .. } => "read",
-            LoadError::NotAComponent(_) => "not_a_component",
-            LoadError::OverLimits(_) => "over_limits",
-            LoadError::WrongWorld(_) => "wrong_world",
-            LoadError::Info(_) => "info_failed",
-            LoadError::InvalidInfo(_) => "invalid_info",
-        }
-    }
-}
 
 /// A compiled, linked and validated plugin: ready to reconcile.
 pub struct LoadedPlugin {
@@ -75,9 +31,9 @@ pub struct LoadedPlugin {
     pub from_cache: bool,
     /// What it may touch: its own declaration in folder mode, what the admin granted for a
     /// ReconcilerPlugin (checked against the declaration before it starts).
-    pub grants: Arc<crate::source::grants::Grants>,
+    pub grants: Arc<crate::vocab::grants::Grants>,
     /// A candidate run in shadow beside it (`ReconcilerPlugin.spec.candidate`).
-    pub shadow: Option<Arc<crate::shadow::Candidate>>,
+    pub shadow: Option<Arc<dyn super::Shadow>>,
     engine: Arc<PluginEngine>,
     pub(crate) pre: Pre,
     readable: Arc<HashSet<Gvk>>,
@@ -101,49 +57,6 @@ impl std::fmt::Debug for LoadedPlugin {
 /// sha256 hex of bytes.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
-}
-
-/// What one reconcile call is about besides its request: the object (for logs) and what makes
-/// the call deterministic (see `plugin::wasi`).
-#[derive(Debug, Clone)]
-pub struct CallSpec {
-    /// `namespace/name` of the primary, for logs.
-    pub object: String,
-    /// The primary's uid (seeds the call's random bytes).
-    pub uid: String,
-    /// The primary's resourceVersion (seeds the call's random bytes).
-    pub resource_version: String,
-    /// The instant the plugin's wall clock shows for the whole call: the reconcile's start.
-    /// [`CallSpec::new`] sets it to now; a replay sets the recorded one.
-    pub started_at: SystemTime,
-    /// Set if the plugin reads its wall clock during the call (`None`: nobody asks).
-    pub clock_read: Option<Arc<std::sync::atomic::AtomicBool>>,
-}
-
-impl CallSpec {
-    /// A call about `object` (uid and resourceVersion read from the primary JSON), starting now.
-    pub fn new(object: String, primary_json: &str) -> Self {
-        #[derive(serde::Deserialize, Default)]
-        struct Meta {
-            #[serde(default)]
-            uid: String,
-            #[serde(default, rename = "resourceVersion")]
-            resource_version: String,
-        }
-        #[derive(serde::Deserialize, Default)]
-        struct Obj {
-            #[serde(default)]
-            metadata: Meta,
-        }
-        let m = serde_json::from_str::<Obj>(primary_json).unwrap_or_default().metadata;
-        CallSpec {
-            object,
-            uid: m.uid,
-            resource_version: m.resource_version,
-            started_at: SystemTime::now(),
-            clock_read: None,
-        }
-    }
 }
 
 impl LoadedPlugin {
@@ -241,7 +154,7 @@ impl LoadedPlugin {
         tracing::debug!(plugin = %info.name, %sha256, from_cache, info_ms = stats.elapsed.as_millis() as u64, "plugin loaded");
         Ok(LoadedPlugin {
             readable: Arc::new(info.readable().cloned().collect()),
-            grants: Arc::new(crate::source::grants::Grants::from_info(&info)),
+            grants: Arc::new(crate::vocab::grants::Grants::from_info(&info)),
             name: Arc::from(info.name.as_str()),
             shadow: None,
             info,

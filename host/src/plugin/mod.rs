@@ -7,16 +7,18 @@
 //! under its plugin's deadline and memory limit, with deterministic WASI ([`wasi`]).
 
 pub mod admission;
+mod beside;
 mod bindings;
 pub mod cache_view;
 mod call;
 mod compile;
+mod errors;
 pub mod engine;
 mod exports;
 pub mod guest_error;
 mod host_api;
 pub mod inflight;
-pub mod info;
+mod info;
 pub mod limits;
 pub mod loader;
 mod output;
@@ -27,12 +29,13 @@ pub mod ticker;
 pub mod wasi;
 pub mod world;
 
+pub use beside::{Shadow, ShadowCall};
 pub use bindings::wit;
 pub use cache_view::{read_namespace, CacheView, PrimaryScope, QueryTooLarge, StaticCache};
 pub use engine::{EngineConfig, PluginEngine, Tuning};
-pub use info::PluginInfo;
 pub use limits::{LimitSet, Limits};
-pub use loader::{CallSpec, Compiled, LoadError, LoadedPlugin};
-pub use sandbox::{CallError, RawResult};
+pub use errors::{CallError, LoadError};
+pub use loader::{Compiled, LoadedPlugin};
+pub use sandbox::RawResult;
 pub use session::Session;
-pub use world::{AdmissionRequest, Operation, RawFinalize, RawValidate, Request, World};
+pub use world::{AdmissionRequest, CallSpec, Operation, RawFinalize, RawValidate, Request, World};

@@ -6,13 +6,14 @@
 //! component this costs microseconds for small guests (see BENCHMARKS.md).
 
 use super::cache_view::CacheView;
+use super::errors::CallError;
 use super::engine::{PluginEngine, MAX_CORE_INSTANCES, MAX_MEMORIES, MAX_TABLES, TABLE_ELEMENTS, YIELD_TICKS};
 use super::guest_error::{self, GuestOutput};
 use super::limits::{Limits, TABLE_ELEMENT_BYTES};
 use super::output::Captured;
 use super::wasi::{self, Determinism};
 use super::wit;
-use crate::kinds::Gvk;
+use crate::vocab::Gvk;
 use std::collections::HashSet;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -20,41 +21,6 @@ use std::time::{Duration, Instant};
 use wasmtime::component::ResourceTable;
 use wasmtime::{ResourceLimiter, Store, Trap, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
-
-/// Why a call into a plugin did not return a value.
-#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
-pub enum CallError {
-    /// The deadline passed (e.g. an infinite loop).
-    #[error("plugin exceeded its deadline of {0:?}")]
-    Deadline(Duration),
-    /// The plugin tried to grow its memories and tables past its limit.
-    #[error("plugin exceeded its memory limit of {limit} bytes (asked for {asked})")]
-    OutOfMemory {
-        /// The limit.
-        limit: usize,
-        /// What its memories and tables would have added up to.
-        asked: usize,
-    },
-    /// The plugin trapped (panic, abort, unreachable, out-of-bounds access, a sleep, an
-    /// over-size cache query...).
-    #[error("plugin trapped: {0}")]
-    Trap(String),
-    /// The component could not be instantiated.
-    #[error("plugin could not be instantiated: {0}")]
-    Instantiate(String),
-}
-
-impl CallError {
-    /// Short label for metrics.
-    pub fn label(&self) -> &'static str {
-        match self {
-            CallError::Deadline(_) => "deadline",
-            CallError::OutOfMemory { .. } => "out_of_memory",
-            CallError::Trap(_) => "trap",
-            CallError::Instantiate(_) => "instantiate",
-        }
-    }
-}
 
 /// What `reconcile` returned, still in WIT types (decoded and fenced by `crate::outcome`).
 pub type RawResult = Result<wit::Outcome, wit::Failure>;
@@ -131,12 +97,6 @@ pub struct HostState {
     stderr: Captured,
     /// Keeps the epoch ticking while this store exists (`ticker`).
     _ticking: super::ticker::Ticking,
-}
-
-impl HostState {
-    pub(crate) fn table(&mut self) -> &mut ResourceTable {
-        &mut self.table
-    }
 }
 
 impl WasiView for HostState {

@@ -2,7 +2,8 @@
 
 use super::bindings::{self, v01, v02};
 use super::loader::LoadedPlugin;
-use super::sandbox::{self, CallContext, CallError, HostState, RawResult};
+use super::errors::CallError;
+use super::sandbox::{self, CallContext, HostState, RawResult};
 use super::wasi::Determinism;
 use super::world::{Pre, Request};
 use std::sync::Arc;

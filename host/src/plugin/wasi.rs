@@ -20,7 +20,6 @@
 
 use super::limits::Limits;
 use super::output::Captured;
-use super::sandbox::HostState;
 use rand_core::TryRng;
 use sha2::{Digest, Sha256};
 use std::convert::Infallible;
@@ -30,7 +29,7 @@ use std::time::{Duration, SystemTime};
 use wasmtime::component::{Linker, Resource, ResourceTable};
 use wasmtime_wasi::p2::bindings::io::poll::HostPollable;
 use wasmtime_wasi::p2::{DynPollable, Pollable};
-use wasmtime_wasi::{HostMonotonicClock, HostWallClock, WasiCtx};
+use wasmtime_wasi::{HostMonotonicClock, HostWallClock, WasiCtx, WasiView};
 
 /// Why a call that tried to wait failed.
 pub const CANNOT_SLEEP: &str =
@@ -94,18 +93,19 @@ pub(crate) fn ctx(
 }
 
 /// Links WASI (wasmtime-wasi's asynchronous implementation), then replaces every function that
-/// could wait with one that answers at once.
-pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
+/// could wait with one that answers at once. Any store whose state is a [`WasiView`] (the
+/// sandbox's `HostState`).
+pub(crate) fn add_to_linker<T: WasiView + 'static>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
     wasmtime_wasi::p2::add_to_linker_async(linker)?;
     linker.allow_shadowing(true);
     let mut clocks = linker.instance(&format!("wasi:clocks/monotonic-clock@{WASI}"))?;
-    clocks.func_wrap("subscribe-duration", |mut s, (d,): (u64,)| Ok((timer(s.data_mut().table(), d == 0)?,)))?;
+    clocks.func_wrap("subscribe-duration", |mut s, (d,): (u64,)| Ok((timer(s.data_mut().ctx().table, d == 0)?,)))?;
     // The clock is stopped: only an instant at or before the one it shows has come.
     clocks
-        .func_wrap("subscribe-instant", |mut s, (t,): (u64,)| Ok((timer(s.data_mut().table(), t <= STOPPED_AT)?,)))?;
+        .func_wrap("subscribe-instant", |mut s, (t,): (u64,)| Ok((timer(s.data_mut().ctx().table, t <= STOPPED_AT)?,)))?;
     let mut poll = linker.instance(&format!("wasi:io/poll@{WASI}"))?;
     poll.func_wrap("poll", |mut s, (list,): (Vec<Resource<DynPollable>>,)| {
-        let table = s.data_mut().table();
+        let table = s.data_mut().ctx().table;
         if list.is_empty() {
             wasmtime::bail!("wasi:io/poll.poll called with an empty list");
         }
@@ -121,7 +121,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
         Ok((ready,))
     })?;
     poll.func_wrap("[method]pollable.block", |mut s, (p,): (Resource<DynPollable>,)| {
-        if !ready_now(s.data_mut().table(), p)? {
+        if !ready_now(s.data_mut().ctx().table, p)? {
             wasmtime::bail!("{CANNOT_SLEEP}");
         }
         Ok(())

@@ -2,6 +2,7 @@
 
 use super::bindings::{v01, v02, wit};
 use super::sandbox::{HostState, RawResult};
+use std::sync::Arc;
 use std::time::SystemTime;
 
 /// The contract version a component implements.
@@ -111,5 +112,48 @@ pub struct Request {
 impl Request {
     pub(crate) fn to_wit(&self, now: SystemTime) -> wit::Request {
         wit::Request { primary: self.primary.clone(), owned: self.owned.clone(), now: instant(now) }
+    }
+}
+
+/// What one reconcile call is about besides its request: the object (for logs) and what makes
+/// the call deterministic (see `plugin::wasi`).
+#[derive(Debug, Clone)]
+pub struct CallSpec {
+    /// `namespace/name` of the primary, for logs.
+    pub object: String,
+    /// The primary's uid (seeds the call's random bytes).
+    pub uid: String,
+    /// The primary's resourceVersion (seeds the call's random bytes).
+    pub resource_version: String,
+    /// The instant the plugin's wall clock shows for the whole call: the reconcile's start.
+    /// [`CallSpec::new`] sets it to now; a replay sets the recorded one.
+    pub started_at: SystemTime,
+    /// Set if the plugin reads its wall clock during the call (`None`: nobody asks).
+    pub clock_read: Option<Arc<std::sync::atomic::AtomicBool>>,
+}
+
+impl CallSpec {
+    /// A call about `object` (uid and resourceVersion read from the primary JSON), starting now.
+    pub fn new(object: String, primary_json: &str) -> Self {
+        #[derive(serde::Deserialize, Default)]
+        struct Meta {
+            #[serde(default)]
+            uid: String,
+            #[serde(default, rename = "resourceVersion")]
+            resource_version: String,
+        }
+        #[derive(serde::Deserialize, Default)]
+        struct Obj {
+            #[serde(default)]
+            metadata: Meta,
+        }
+        let m = serde_json::from_str::<Obj>(primary_json).unwrap_or_default().metadata;
+        CallSpec {
+            object,
+            uid: m.uid,
+            resource_version: m.resource_version,
+            started_at: SystemTime::now(),
+            clock_read: None,
+        }
     }
 }

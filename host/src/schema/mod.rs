@@ -8,7 +8,7 @@
 pub mod builtin;
 pub mod structural;
 
-use crate::kinds::Gvk;
+use crate::vocab::Gvk;
 use serde_json::Value;
 use std::collections::HashMap;
 pub use structural::{Required, Violation};

@@ -3,7 +3,7 @@
 
 use super::stats::Verdict;
 use crate::outcome::{self, OutcomeLimits};
-use crate::plugin::sandbox::{CallError, RawResult};
+use crate::plugin::{CallError, RawResult};
 use serde_json::{json, Map, Value};
 
 /// The JSON `kwop plugin reconcile` prints for a call's result (the host's decode applied).

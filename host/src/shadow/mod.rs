@@ -13,7 +13,7 @@ pub mod record;
 pub mod stats;
 
 use crate::outcome::OutcomeLimits;
-use crate::plugin::{CacheView, CallSpec, LoadedPlugin, Request};
+use crate::plugin::{CacheView, CallSpec, LoadedPlugin, Request, Shadow, ShadowCall};
 use crate::telemetry::Metrics;
 use serde_json::Value;
 use stats::{Stats, Verdict};
@@ -34,32 +34,47 @@ pub struct Candidate {
     pub stats: Arc<Stats>,
     slots: Arc<Semaphore>,
     waiting: Arc<AtomicUsize>,
+    /// The outcome caps its results are decoded with (the controllers').
+    limits: OutcomeLimits,
+    /// Where verdicts are counted.
+    metrics: Arc<Metrics>,
+    /// The name of the active version it shadows, for logs and metrics.
+    active: String,
 }
 
 impl Candidate {
     /// A candidate counting into `stats`, running at most `concurrency` calls at once (the
-    /// active version's own concurrency: a candidate as fast as it keeps up).
-    pub fn new(plugin: Arc<LoadedPlugin>, stats: Arc<Stats>, concurrency: usize) -> Self {
+    /// active version's own concurrency: a candidate as fast as it keeps up), its results decoded
+    /// under `limits` and its verdicts counted in `metrics` under the `active` version's name.
+    pub fn new(
+        plugin: Arc<LoadedPlugin>,
+        stats: Arc<Stats>,
+        concurrency: usize,
+        limits: OutcomeLimits,
+        metrics: Arc<Metrics>,
+        active: String,
+    ) -> Self {
         let slots = Arc::new(Semaphore::new(concurrency.max(1)));
-        Candidate { plugin, stats, slots, waiting: Arc::new(AtomicUsize::new(0)) }
+        Candidate { plugin, stats, slots, waiting: Arc::new(AtomicUsize::new(0)), limits, metrics, active }
     }
+}
 
+impl Shadow for Candidate {
     /// Starts the candidate's call on the active call's request and call spec: at once if a slot
     /// is free, else once one is (unless [`MAX_WAITING`] calls already wait: then skipped).
-    pub fn begin(
-        self: &Arc<Self>,
+    fn begin(
+        self: Arc<Self>,
         req: &Request,
         spec: &CallSpec,
         view: Arc<dyn CacheView>,
-        limits: OutcomeLimits,
-    ) -> Option<Pending> {
+    ) -> Option<Box<dyn ShadowCall>> {
         if self.waiting.fetch_add(1, Ordering::Relaxed) >= MAX_WAITING {
             self.waiting.fetch_sub(1, Ordering::Relaxed);
             self.stats.record(&spec.object, Verdict::Skipped);
             return None;
         }
         let (plugin, req, spec) = (self.plugin.clone(), req.clone(), spec.clone());
-        let (slots, waiting) = (self.slots.clone(), self.waiting.clone());
+        let (slots, waiting, limits) = (self.slots.clone(), self.waiting.clone(), self.limits.clone());
         let task = tokio::spawn(async move {
             let permit = slots.acquire_owned().await;
             waiting.fetch_sub(1, Ordering::Relaxed);
@@ -67,7 +82,7 @@ impl Candidate {
             drop(permit);
             compare::result_json(&r, &limits)
         });
-        Some(Pending { candidate: self.clone(), task })
+        Some(Box::new(Pending { candidate: self, task }))
     }
 }
 
@@ -77,10 +92,11 @@ pub struct Pending {
     task: JoinHandle<Value>,
 }
 
-impl Pending {
+impl ShadowCall for Pending {
     /// Compares the candidate's outcome, once it is there, with the active one's (`active`, in
     /// [`compare::result_json`]'s form), and counts the verdict. Never waits.
-    pub fn finish(self, object: String, active: Value, metrics: Arc<Metrics>, plugin: String) {
+    fn finish(self: Box<Self>, object: String, active: Value) {
+        let (metrics, plugin) = (self.candidate.metrics.clone(), self.candidate.active.clone());
         tokio::spawn(async move {
             let got = match self.task.await {
                 Ok(v) => v,

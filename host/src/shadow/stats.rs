@@ -1,7 +1,7 @@
 //! What a candidate did so far (the counts and last differences `status.candidate` shows), and
 //! the registry the ReconcilerPlugin source reads them from.
 
-use crate::source::crd::CandidateDifference;
+use crate::vocab::crd::CandidateDifference;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

@@ -10,7 +10,6 @@
 //! does. [`Shard`] is what the rest of the host asks: does this replica reconcile that object now?
 
 pub mod filter;
-pub mod follow;
 pub mod handover;
 pub mod members;
 pub mod ring;

@@ -3,20 +3,22 @@
 //!
 //! Each source hands the supervisor (`hotswap`) a [`Catalog`]: every plugin it offers now, with
 //! the component's bytes and the authority it runs with. The supervisor loads, checks, swaps and
-//! reports back; a source never starts anything itself.
+//! reports back ([`report`]); a source never starts anything itself. What a source and the
+//! supervisor tell each other ([`Catalog`], [`Command`], [`report::Report`]) is defined here,
+//! below the supervisor, so a source needs nothing of it.
 
 pub mod cluster;
-pub mod crd;
 pub mod folder;
-pub mod grants;
 pub mod oci;
+pub mod report;
 
-use grants::Grants;
+use crate::vocab::grants::Grants;
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::oneshot;
 
 /// Limits a ReconcilerPlugin sets for itself (`spec.limits`), over the host's defaults.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
@@ -54,7 +56,7 @@ pub struct Entry {
     pub candidate: Option<CandidateSource>,
     /// Its admission failure policy (`spec.admission.failurePolicy`; the host's default if
     /// unset).
-    pub failure_policy: Option<crate::admission::FailurePolicy>,
+    pub failure_policy: Option<crate::vocab::FailurePolicy>,
 }
 
 /// A candidate component as a source offers it.
@@ -87,4 +89,21 @@ pub struct Catalog {
     pub entries: BTreeMap<String, Entry>,
     /// What could not be offered: (key, why). Logged.
     pub errors: Vec<(String, String)>,
+}
+
+/// What the supervisor can be asked to do.
+#[derive(Debug)]
+pub enum Command {
+    /// Something changed in the folder (a file being written, a ConfigMap update under way):
+    /// rescanned once the burst settles (`hotswap::supervisor::DEBOUNCE`).
+    Rescan,
+    /// A file was completed (renamed into place, as `mv` and the ConfigMap `..data` swap do, or
+    /// closed after writing): rescanned at once.
+    RescanNow,
+    /// Everything the ReconcilerPlugin source offers now.
+    Catalog(Catalog),
+    /// Leadership gained (`true`) or lost (`false`).
+    SetActive(bool),
+    /// Stop every controller (each within the shutdown grace), then answer.
+    Shutdown(oneshot::Sender<()>),
 }

@@ -4,10 +4,10 @@
 use super::discovery::Resolved;
 use super::object::{Cached, Store};
 use super::owners::OwnerIndex;
-use super::selector::Selector;
 use super::ObjectKey;
-use crate::kinds::Gvk;
-use crate::outcome::tracking::Owner;
+use crate::vocab::selector::Selector;
+use crate::vocab::Gvk;
+use crate::vocab::tracking::Owner;
 use crate::plugin::cache_view::bounded;
 use crate::plugin::{CacheView, QueryTooLarge};
 use futures::{Stream, StreamExt};
@@ -126,7 +126,7 @@ impl KindCache {
                             f.subresource.as_deref() == Some("status")
                                 && f.manager
                                     .as_deref()
-                                    .is_some_and(|m| m.starts_with(crate::plugin::info::FIELD_MANAGER_PREFIX))
+                                    .is_some_and(|m| m.starts_with(crate::vocab::FIELD_MANAGER_PREFIX))
                         })
                         .collect();
                     (!kept.is_empty()).then_some(kept)
@@ -287,7 +287,7 @@ impl Caches {
                     && (owner.namespace.is_none() || o.namespace() == owner.namespace);
                 let by_labels = across
                     && o.tracked_uid() == Some(owner.uid)
-                    && o.label(crate::outcome::tracking::PLUGIN) == Some(owner.plugin);
+                    && o.label(crate::vocab::tracking::PLUGIN) == Some(owner.plugin);
                 by_reference || by_labels
             })
             .collect();

@@ -1,6 +1,6 @@
 //! Resolving a GVK to its API resource (plural, scope) through discovery.
 
-use crate::kinds::Gvk;
+use crate::vocab::Gvk;
 use kube::core::ApiResource;
 use kube::discovery::Scope;
 use kube::Client;

@@ -6,10 +6,11 @@
 
 pub mod caches;
 pub mod discovery;
+pub mod follow;
 pub mod object;
 mod owners;
 pub mod pool;
-pub mod selector;
+pub mod view;
 
 pub use caches::{Caches, KindCache, WatchEvent};
 pub use discovery::{resolve, Resolved};

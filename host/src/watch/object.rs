@@ -38,7 +38,7 @@ pub struct Cached {
     /// Sorted by key.
     labels: Box<[(Box<str>, Box<str>)]>,
     controller: Option<Box<ControllerRef>>,
-    /// The primary named by the host's tracking annotation (`outcome::tracking`), when the object
+    /// The primary named by the host's tracking annotation (`vocab::tracking`), when the object
     /// carries the tracking labels: written for a kind owned across namespaces.
     tracked_owner: Option<Box<str>>,
     deleting: bool,
@@ -69,7 +69,7 @@ impl Cached {
                 uid: r.uid.as_str().into(),
             })
         });
-        use crate::outcome::tracking;
+        use crate::vocab::tracking;
         let tracked_owner = match labels.binary_search_by(|(k, _)| (**k).cmp(tracking::OWNER_UID)) {
             Ok(_) => o.annotations().get(tracking::OWNER).map(|a| a.as_str().into()),
             Err(_) => None,
@@ -146,7 +146,7 @@ impl Cached {
 
     /// The uid in the tracking label `kwop.dev/owner-uid`, if any.
     pub fn tracked_uid(&self) -> Option<&str> {
-        self.label(crate::outcome::tracking::OWNER_UID)
+        self.label(crate::vocab::tracking::OWNER_UID)
     }
 
     /// The primary the tracking annotation names (`<namespace>/<name>` or `<name>`), when the

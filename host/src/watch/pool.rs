@@ -17,7 +17,7 @@
 
 use super::caches::{KindCache, ShardFilter, WatchEvent};
 use super::discovery::Resolved;
-use crate::kinds::Gvk;
+use crate::vocab::Gvk;
 use crate::shard::{Shard, ShardBy};
 use crate::telemetry::metrics::Metrics;
 use futures::StreamExt;

@@ -156,7 +156,7 @@ async fn reconciler_plugin(cfg: &Config) -> Result<Vec<f64>> {
     let cache = cfg.work.join(format!("rpswap-cache-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&cache);
     let name = format!("bench-{ns}");
-    let rps: Api<kwop::source::crd::ReconcilerPlugin> = Api::all(client.clone());
+    let rps: Api<kwop::vocab::crd::ReconcilerPlugin> = Api::all(client.clone());
     let apply = |oci: &str| {
         serde_json::json!({
             "apiVersion": "kwop.dev/v1alpha1", "kind": "ReconcilerPlugin",

@@ -3,7 +3,7 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, Patch, PatchParams};
 use kube::Client;
-use kwop::source::crd::{ReconcilerPlugin, ReconcilerPluginStatus};
+use kwop::vocab::crd::{ReconcilerPlugin, ReconcilerPluginStatus};
 use kwop_tests::wait;
 use serde_json::{json, Value};
 use std::path::Path;

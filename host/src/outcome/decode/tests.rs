@@ -3,8 +3,8 @@
 
 use super::*;
 use crate::outcome::fence::{fence, FenceContext};
-use crate::plugin::PluginInfo;
-use crate::source::grants::Namespaces as Granted;
+use crate::vocab::PluginInfo;
+use crate::vocab::grants::Namespaces as Granted;
 use proptest::prelude::*;
 use serde_json::json;
 

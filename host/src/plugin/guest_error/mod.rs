@@ -3,7 +3,7 @@
 //! and `kwop plugin reconcile` show first; the wasm backtrace of the trap goes to the debug log.
 //! Output is also logged here, under the target `kwop::plugin`, one record per traceback.
 
-use super::sandbox::CallError;
+use super::errors::CallError;
 
 /// The tracing target of everything a plugin says (stdout, stderr, `log` calls).
 pub const TARGET: &str = "kwop::plugin";

@@ -1,7 +1,7 @@
 //! Fetching a ReconcilerPlugin's component: from an OCI registry (with the pull Secret named in
 //! its spec) or from a ConfigMap key, both in the host's own namespace.
 
-use super::super::crd::PluginSource;
+use crate::vocab::crd::PluginSource;
 use super::super::oci::{self, Auth, OciConfig};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::Api;
@@ -148,7 +148,7 @@ async fn pull_auth(client: &Client, namespace: &str, name: &str, reference: &str
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::crd::ConfigMapSource;
+    use crate::vocab::crd::ConfigMapSource;
 
     #[test]
     fn a_source_names_exactly_one_place() {

@@ -10,14 +10,14 @@
 pub mod fetch;
 pub mod status;
 
-use super::crd::{ReconcilerPlugin, ReconcilerPluginStatus};
-use super::grants::Grants;
 use super::oci::OciConfig;
-use super::{CandidateSource, Catalog, Entry, LimitOverride};
-use crate::hotswap::{Command, Report, State};
+use super::report::{Report, State};
+use super::{CandidateSource, Catalog, Command, Entry, LimitOverride};
 use crate::leader::Leadership;
 use crate::shadow::stats::Registry;
 use crate::telemetry::Health;
+use crate::vocab::crd::{ReconcilerPlugin, ReconcilerPluginStatus};
+use crate::vocab::grants::Grants;
 use fetch::{FetchError, Fetched};
 use futures::StreamExt;
 use kube::api::{Api, Patch, PatchParams};
@@ -90,10 +90,10 @@ fn parse_spec(rp: &ReconcilerPlugin) -> Result<(Arc<Grants>, LimitOverride), Str
     let mut limits = LimitOverride::default();
     if let Some(l) = &rp.spec.limits {
         if let Some(m) = &l.memory {
-            limits.memory = Some(crate::cli::units::bytes(m).map_err(|e| format!("spec.limits.memory: {e}"))?);
+            limits.memory = Some(crate::vocab::units::bytes(m).map_err(|e| format!("spec.limits.memory: {e}"))?);
         }
         if let Some(t) = &l.timeout {
-            limits.timeout = Some(crate::cli::units::duration(t).map_err(|e| format!("spec.limits.timeout: {e}"))?);
+            limits.timeout = Some(crate::vocab::units::duration(t).map_err(|e| format!("spec.limits.timeout: {e}"))?);
         }
         if let Some(c) = l.concurrency {
             if c == 0 || c > 64 {

@@ -3,9 +3,9 @@
 //! plugin's identity and the last error.
 
 use super::fetch::{FetchError, Fetched};
-use crate::hotswap::{Report, State};
+use crate::source::report::{Report, State};
 use crate::shadow::stats::CandidateState;
-use crate::source::crd::{CandidateStatus, PluginIdentity, ReconcilerPluginStatus, ResolvedSource};
+use crate::vocab::crd::{CandidateStatus, PluginIdentity, ReconcilerPluginStatus, ResolvedSource};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 
 /// What is known about one ReconcilerPlugin.
@@ -191,7 +191,7 @@ pub fn same(a: &ReconcilerPluginStatus, b: &ReconcilerPluginStatus) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hotswap::report::Identity;
+    use crate::source::report::Identity;
 
     fn report(state: State) -> Report {
         let good = Identity {

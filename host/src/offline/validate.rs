@@ -1,9 +1,9 @@
-//! `kwop plugin validate` and validation fixtures: one admission request offline, answered as the
+//! One admission request offline (`kwop plugin validate`, validation fixtures), answered as the
 //! host's webhook would answer it (the same verdict, `admission::decide`).
 
-use super::offline::{namespaced, place_in_namespaces};
+use super::{namespaced, place_in_namespaces};
 use crate::admission::decide::{self, Verdict};
-use crate::admission::FailurePolicy;
+use crate::vocab::FailurePolicy;
 use crate::plugin::{AdmissionRequest, CallSpec, LoadedPlugin, Operation, PrimaryScope, StaticCache};
 use crate::schema::Schemas;
 use serde_json::{json, Value};
@@ -12,7 +12,7 @@ use std::time::SystemTime;
 
 /// One `validate` of `object` (an UPDATE when `old` is given) with a cache holding `observed`,
 /// at `now` (default: now). Returns the JSON to print and whether the object was allowed.
-pub(super) fn validate_offline(
+pub fn validate_offline(
     p: &LoadedPlugin,
     mut object: Value,
     old: Option<Value>,

@@ -1,6 +1,6 @@
 //! `kwop plugin push | pull`: plugin components to and from OCI registries (the wasm layout).
 
-use super::{units, SandboxArgs};
+use crate::cli::SandboxArgs;
 use crate::source::oci::{self, Auth, OciConfig};
 use anyhow::{anyhow, Context};
 use clap::Args;
@@ -53,10 +53,10 @@ pub struct RegistryArgs {
     pub docker_config: Option<PathBuf>,
     /// The largest component to send or accept (e.g. 128MiB); a pull checks it from the
     /// manifest, before downloading.
-    #[arg(long, value_name = "SIZE", default_value = "128MiB", value_parser = units::bytes)]
+    #[arg(long, value_name = "SIZE", default_value = "128MiB", value_parser = crate::vocab::units::bytes)]
     pub max_size: usize,
     /// The most the whole push or pull may take (e.g. 60s, 5m).
-    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = units::duration)]
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = crate::vocab::units::duration)]
     pub timeout: Duration,
 }
 
@@ -94,8 +94,8 @@ pub(super) fn push(a: PushArgs) -> anyhow::Result<ExitCode> {
     let bytes = std::fs::read(&a.file).with_context(|| format!("cannot read {}", a.file.display()))?;
     // Parse first: a typo in the reference should not cost a compilation.
     let r = oci::parse_reference(&a.reference)?;
-    let engine = super::offline::engine(&a.sandbox)?;
-    crate::plugin::LoadedPlugin::load_bytes(&engine, &bytes, &a.file, super::offline::limits(&a.sandbox))
+    let engine = a.sandbox.engine()?;
+    crate::plugin::LoadedPlugin::load_bytes(&engine, &bytes, &a.file, a.sandbox.limits())
         .map_err(|e| anyhow!("{}: {e}; not pushed", a.file.display()))?;
     drop(engine);
     let (auth, cfg) = registry(&a.registry, r.registry())?;

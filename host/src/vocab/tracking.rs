@@ -56,6 +56,16 @@ impl Owner<'_> {
     }
 }
 
+/// The controller owner reference's UID of an object, if it has one.
+pub fn controller_uid(obj: &Value) -> Option<&str> {
+    obj.pointer("/metadata/ownerReferences")?
+        .as_array()?
+        .iter()
+        .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))?
+        .get("uid")?
+        .as_str()
+}
+
 /// `(namespace, name)` of the primary an `kwop.dev/owner` annotation names.
 pub fn parse_owner(annotation: &str) -> (Option<&str>, &str) {
     match annotation.split_once('/') {
@@ -71,7 +81,7 @@ fn label<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {
 /// Whether an existing object belongs to the primary `uid` of `plugin`: its controller owner
 /// reference is the primary, or it carries both tracking labels for it.
 pub fn belongs(obj: &Value, uid: &str, plugin: &str) -> bool {
-    if super::fence::controller_uid(obj) == Some(uid) {
+    if controller_uid(obj) == Some(uid) {
         return true;
     }
     label(obj, OWNER_UID) == Some(uid) && label(obj, PLUGIN) == Some(plugin)

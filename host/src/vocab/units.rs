@@ -45,7 +45,7 @@ pub fn plugin_limit(s: &str) -> Result<PluginLimit, String> {
     if l.plugin.is_empty() {
         return Err(format!("missing plugin name in {s:?}"));
     }
-    if !crate::plugin::info::is_dns_label(&l.plugin) {
+    if !super::is_dns_label(&l.plugin) {
         return Err(format!(
             "{:?} cannot be a plugin name (plugin names are DNS labels: lowercase letters, digits and '-')",
             l.plugin

@@ -2,8 +2,7 @@
 //! the authority a plugin runs with is `info()` ∩ grants, and a plugin asking for more is refused.
 
 use super::crd;
-use crate::kinds::Gvk;
-use crate::plugin::PluginInfo;
+use super::{Gvk, PluginInfo};
 use std::collections::BTreeSet;
 
 /// Where a plugin may act and read.
@@ -81,7 +80,7 @@ impl Grants {
             None => Namespaces::Own,
             Some(list) => {
                 for n in list {
-                    if !crate::plugin::info::is_dns_label(n) {
+                    if !super::is_dns_label(n) {
                         return Err(format!("grants.namespaces: {n:?} is not a namespace name"));
                     }
                 }

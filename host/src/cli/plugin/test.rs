@@ -11,7 +11,7 @@
 //! optional `old.yaml` (then it is an UPDATE) and `observed.yaml`, and `expected.json`, exactly
 //! what `kwop plugin validate` prints.
 
-use super::offline::{read_objects, reconcile_offline_at, Checks};
+use crate::offline::{read_objects, reconcile_offline_at, Checks};
 use crate::plugin::LoadedPlugin;
 use crate::schema::Schemas;
 use anyhow::{anyhow, bail, Context};
@@ -29,7 +29,7 @@ pub(super) fn run(
 ) -> anyhow::Result<ExitCode> {
     let mut dirs = Vec::new();
     for r in roots {
-        collect(r, update, &mut dirs)?;
+        crate::offline::collect(r, update, &mut dirs)?;
     }
     if dirs.is_empty() {
         bail!("no fixtures found (a fixture is a folder with primary.yaml and expected.json; --update creates expected.json)");
@@ -74,23 +74,6 @@ enum Verdict {
     Differs(Vec<String>),
 }
 
-pub(super) fn collect(dir: &Path, update: bool, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
-    let case = dir.join("primary.yaml").is_file() || dir.join("object.yaml").is_file();
-    if dir.join("expected.json").is_file() || (update && case) {
-        out.push(dir.to_path_buf());
-        return Ok(());
-    }
-    let mut entries: Vec<_> =
-        std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?.collect::<Result<_, _>>()?;
-    entries.sort_by_key(|e| e.file_name());
-    for e in entries {
-        if e.path().is_dir() {
-            collect(&e.path(), update, out)?;
-        }
-    }
-    Ok(())
-}
-
 fn run_one(
     p: &LoadedPlugin,
     dir: &Path,
@@ -115,7 +98,7 @@ fn run_one(
     };
     let (mut got, _) = if dir.join("object.yaml").is_file() {
         let old = if dir.join("old.yaml").is_file() { Some(first("old.yaml")?) } else { None };
-        super::validate::validate_offline(p, first("object.yaml")?, old, observed, schemas, started_at)
+        crate::offline::validate_offline(p, first("object.yaml")?, old, observed, schemas, started_at)
     } else {
         reconcile_offline_at(p, first("primary.yaml")?, observed, &Checks { fence: true, schemas }, started_at)
     };

@@ -1,7 +1,7 @@
 //! `kwop plugin replay`: recorded reconciles (`kwop run --record`) run again with a plugin, each
 //! at its recorded clock, and their outcomes compared with the recorded ones, as a JSON report.
 
-use super::offline::{read_objects, reconcile_offline_at, Checks};
+use crate::offline::{read_objects, reconcile_offline_at, Checks};
 use crate::plugin::LoadedPlugin;
 use crate::schema::Schemas;
 use crate::shadow::{compare, record};
@@ -14,7 +14,7 @@ use std::process::ExitCode;
 pub(super) fn run(p: &LoadedPlugin, roots: &[PathBuf]) -> anyhow::Result<ExitCode> {
     let mut dirs = Vec::new();
     for r in roots {
-        super::fixtures::collect(r, false, &mut dirs)?;
+        crate::offline::collect(r, false, &mut dirs)?;
     }
     if dirs.is_empty() {
         anyhow::bail!("no recordings found (a recording is a folder with primary.yaml and expected.json, as `kwop run --record` writes)");

@@ -1,9 +1,9 @@
-//! What follows a change of this replica's holding: the pool relists (see `Pool::reshard`), and
-//! the metrics and `/plugins` say what it holds and caches.
+//! What follows a change of this replica's holding in the shard ring (`--sharding`): the pool
+//! relists (see `Pool::reshard`), and the metrics and `/plugins` say what it holds and caches.
 
-use super::Shard;
+use super::Pool;
+use crate::shard::Shard;
 use crate::telemetry::{Health, Metrics};
-use crate::watch::Pool;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
