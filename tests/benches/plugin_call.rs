@@ -19,8 +19,8 @@
 //! BENCHMARKS.md).
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use kwop::vocab::Gvk;
 use kwop::plugin::{CacheView, Request};
+use kwop::vocab::Gvk;
 use kwop_tests::bench::calls;
 use std::hint::black_box;
 use std::path::Path;
