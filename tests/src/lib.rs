@@ -10,10 +10,12 @@
 //!   (`PR_SET_PDEATHSIG` from a keeper thread that lives as long as the process).
 //! - [`registry::Registry`]: a real OCI registry (distribution) on loopback; [`image`]: OCI image
 //!   layouts unpacked and run as a container runtime would.
+//! - [`docs`]: the checks that keep README.md and docs/ true to the repository.
 
 pub mod audit;
 pub mod bench;
 pub mod certs;
+pub mod docs;
 pub mod foo_groups;
 pub mod host;
 pub mod image;

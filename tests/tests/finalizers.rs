@@ -246,7 +246,7 @@ async fn a_finalize_that_never_finishes_is_said_after_the_patience() -> anyhow::
     .await?;
     assert_eq!(finalizers(&f), [FINALIZER], "still waiting");
     assert!(host.metric("kwop_finalize_total", &[("result", "pending")])? >= 2.0);
-    // The way out for an admin (README): the finalizer by hand.
+    // The way out for an admin (docs/cluster-admins.md): the finalizer by hand.
     let patch = json!([{ "op": "remove", "path": "/metadata/finalizers/0" }]);
     api.patch("stubborn", &PatchParams::default(), &Patch::Json::<()>(serde_json::from_value(patch)?)).await?;
     fin_gone(&client, &ns, "stubborn").await?;
@@ -276,7 +276,7 @@ async fn finalize_cannot_delete_what_is_not_its_own() -> anyhow::Result<()> {
         let f = fins(&s.client, &s.ns).get(n).await?;
         assert_eq!(finalizers(&f), [FINALIZER], "{n}: the deletion waits");
     }
-    // An admin's way out of a stuck finalizer (README): remove it by hand.
+    // An admin's way out of a stuck finalizer (docs/cluster-admins.md): remove it by hand.
     for n in ["grabby", "wider"] {
         let patch = json!([{ "op": "remove", "path": "/metadata/finalizers/0" }]);
         fins(&s.client, &s.ns)

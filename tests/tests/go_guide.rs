@@ -1,5 +1,5 @@
-//! The README's "Go, from zero" guide, run as a new user runs it (issue 15): its code blocks are
-//! taken from README.md (so the guide cannot rot), written into one shell script and run in a
+//! The "Go, from zero" guide of docs/write-a-plugin.md, run as a new user runs it (issue 15): its
+//! code blocks are taken from the guide (so it cannot rot), written into one shell script and run in a
 //! folder outside the repository — `go mod init`, the SDK's `replace`, `main.go` and
 //! `main_test.go` as printed, `go test`, the build, `kwop plugin inspect` and `kwop plugin
 //! reconcile`, then `kwop run` on this test's control plane until the ConfigMap appears.
@@ -16,7 +16,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 const KWOP: &str = env!("CARGO_BIN_EXE_kwop-host");
-const SECTION: &str = "### Go, from zero";
+const SECTION: &str = "## Go, from zero";
+/// The guide that holds [`SECTION`].
+const GUIDE: &str = "docs/write-a-plugin.md";
 
 /// (what the guide says, what the test runs instead, why). `{root}`, `{kubeconfig}`: filled in.
 const SUBSTITUTIONS: &[(&str, &str, &str)] = &[
@@ -40,9 +42,9 @@ struct Block {
 }
 
 /// The guide's code blocks, in order: from the section heading to the next `## ` heading.
-fn guide_blocks(readme: &str) -> Vec<Block> {
-    let start = readme.find(SECTION).unwrap_or_else(|| panic!("README.md has no section {SECTION:?}"));
-    let section = &readme[start + SECTION.len()..];
+fn guide_blocks(guide: &str) -> Vec<Block> {
+    let start = guide.find(&format!("\n{SECTION}\n")).unwrap_or_else(|| panic!("{GUIDE} has no section {SECTION:?}"));
+    let section = &guide[start + SECTION.len() + 2..];
     let section = &section[..section.find("\n## ").unwrap_or(section.len())];
     let mut blocks = Vec::new();
     let (mut prose, mut open): (String, Option<(String, String)>) = (String::new(), None);
@@ -132,8 +134,8 @@ fn kwop_on_path(dir: &Path) -> anyhow::Result<()> {
 
 #[test]
 fn the_guide_is_parsed_into_its_steps() {
-    let readme = std::fs::read_to_string(kwop_tests::repo_root().join("README.md")).expect("README.md");
-    let blocks = guide_blocks(&readme);
+    let guide = std::fs::read_to_string(kwop_tests::repo_root().join(GUIDE)).expect(GUIDE);
+    let blocks = guide_blocks(&guide);
     let files: Vec<_> = blocks.iter().filter_map(|b| b.file.as_deref()).collect();
     assert_eq!(files, ["main.go", "main_test.go"]);
     let all: String = blocks.iter().map(|b| b.code.as_str()).collect();
@@ -141,15 +143,15 @@ fn the_guide_is_parsed_into_its_steps() {
         assert!(all.contains(step), "the guide lost its step `{step}`");
     }
     // A block the script could not run fails loudly rather than being skipped.
-    let broken = format!("{SECTION}\n\n```sh\necho one\n```\n\nno file named here\n\n```go\npackage main\n```\n");
+    let broken = format!("\n{SECTION}\n\n```sh\necho one\n```\n\nno file named here\n\n```go\npackage main\n```\n");
     assert!(std::panic::catch_unwind(|| guide_blocks(&broken)).is_err());
 }
 
 #[test]
 fn a_new_user_follows_the_go_guide_and_the_plugin_runs_on_the_cluster() -> anyhow::Result<()> {
     let plane = ControlPlane::shared(Mode::Api)?;
-    let readme = std::fs::read_to_string(kwop_tests::repo_root().join("README.md"))?;
-    let blocks = guide_blocks(&readme);
+    let guide = std::fs::read_to_string(kwop_tests::repo_root().join(GUIDE))?;
+    let blocks = guide_blocks(&guide);
 
     // A user's folder, outside the repository.
     let base = std::env::temp_dir().join(format!("kwop-go-guide-{}", std::process::id()));

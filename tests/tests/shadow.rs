@@ -1,6 +1,7 @@
 //! Shadow mode and record/replay (issue 18) on a real control plane and registry: a candidate
 //! (`spec.candidate`) runs beside the active version on the same inputs and writes nothing;
-//! `kwop run --record` writes fixtures that `kwop plugin replay` runs again.
+//! `kwop run --record` writes fixtures that `kwop plugin replay` runs again, as docs/roll-out.md
+//! shows it (the block is run from the guide's text).
 
 mod common;
 
@@ -64,6 +65,31 @@ fn kwop_writes(plane: &ControlPlane, ns: &str) -> Vec<String> {
         .collect()
 }
 
+/// The shadow block of docs/roll-out.md, run as written against `plane` with the
+/// ReconcilerPlugin's name and the candidate's reference replaced: what it printed.
+fn shadow_as_the_guide_shows(plane: &ControlPlane, name: &str, reference: &str) -> anyhow::Result<String> {
+    const GUIDE: &str = "docs/roll-out.md";
+    let guide = std::fs::read_to_string(kwop_tests::repo_root().join(GUIDE))?;
+    let test = "a_candidate_like_the_active_version_agrees_and_v2_differs_on_every_foo_without_writing";
+    let mut block = kwop_tests::docs::run_by_block(&guide, "tests/tests/shadow.rs", test)
+        .ok_or_else(|| anyhow::anyhow!("{GUIDE} has no sh block marked run-by this test"))?;
+    for (from, to) in
+        [("registry.example.com/plugins/foo-info:0.2.0", reference), ("rp foo-info ", &format!("rp {name} "))]
+    {
+        anyhow::ensure!(block.contains(from), "{GUIDE}'s shadow block no longer says {from}: {block}");
+        block = block.replace(from, to);
+    }
+    let path = format!("{}:{}", plane.bin.display(), std::env::var("PATH").unwrap_or_default());
+    let out = std::process::Command::new("bash")
+        .args(["-c", &format!("set -euo pipefail\n{block}")])
+        .env("PATH", path)
+        .env("KUBECONFIG", &plane.kubeconfig)
+        .output()?;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    anyhow::ensure!(out.status.success(), "{block}\n{text}{}", String::from_utf8_lossy(&out.stderr));
+    Ok(text)
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_candidate_like_the_active_version_agrees_and_v2_differs_on_every_foo_without_writing() -> anyhow::Result<()>
 {
@@ -98,7 +124,9 @@ async fn a_candidate_like_the_active_version_agrees_and_v2_differs_on_every_foo_
     // outcome differs by v2's annotation, and nothing v2 decided reaches the cluster.
     tokio::time::sleep(Duration::from_secs(2)).await;
     let before = kwop_writes(plane, &ns);
-    patch_spec(&client, &name, json!({ "candidate": { "oci": format!("{hp}/guest-foo:v2") } })).await?;
+    // As docs/roll-out.md shows it: kubectl patch, then kubectl get of status.candidate.
+    let shown = shadow_as_the_guide_shows(plane, &name, &format!("{hp}/guest-foo:v2"))?;
+    assert!(shown.contains("\"identical\""), "the guide's kubectl get shows status.candidate: {shown}");
     let v2 = digest_of(Path::new(plugins::GUEST_FOO_V2))?;
     let diff = candidate_where(&client, &name, "v2 differs on every Foo", |c| {
         c.digest.as_deref() == Some(v2.as_str()) && c.state == "Running" && c.differing >= N as u64
@@ -210,8 +238,24 @@ fn recordings(dir: &Path) -> usize {
         .count()
 }
 
+/// The replay block of docs/roll-out.md, run as written with its plugin file and recordings folder
+/// replaced (and `kwop` the binary under test): its JSON report and exit code.
 fn replay(plugin: &str, dir: &Path) -> anyhow::Result<(i32, Value)> {
-    let out = std::process::Command::new(KWOP).args(["plugin", "replay", plugin]).arg(dir).output()?;
+    const GUIDE: &str = "docs/roll-out.md";
+    let guide = std::fs::read_to_string(kwop_tests::repo_root().join(GUIDE))?;
+    let test = "a_hundred_recorded_reconciles_replay_identically_and_v2_lists_its_differences";
+    let block = kwop_tests::docs::run_by_block(&guide, "tests/tests/shadow.rs", test)
+        .ok_or_else(|| anyhow::anyhow!("{GUIDE} has no sh block marked run-by this test"))?;
+    let (file, folder) = ("foo-info-0.2.0.wasm", "recordings/");
+    anyhow::ensure!(block.contains(file) && block.contains(folder), "{GUIDE}'s replay block changed: {block}");
+    let block = block.replace(file, &format!("'{plugin}'")).replace(folder, &format!("'{}'", dir.display()));
+    let bin = dir.with_extension("bin");
+    std::fs::create_dir_all(&bin)?;
+    if !bin.join("kwop").exists() {
+        std::os::unix::fs::symlink(KWOP, bin.join("kwop"))?;
+    }
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let out = std::process::Command::new("bash").args(["-c", &block]).env("PATH", path).output()?;
     let report: Value = serde_json::from_slice(&out.stdout)
         .map_err(|e| anyhow::anyhow!("replay printed no JSON ({e}): {}", String::from_utf8_lossy(&out.stderr)))?;
     Ok((out.status.code().unwrap_or(-1), report))
@@ -267,5 +311,6 @@ async fn a_hundred_recorded_reconciles_replay_identically_and_v2_lists_its_diffe
     let (code, r) = replay(plugins::GUEST_FOO, &dir)?;
     assert_eq!((code, r["unreadable"].as_u64()), (1, Some(1)), "{r}");
     let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(dir.with_extension("bin"));
     Ok(())
 }

@@ -2,7 +2,7 @@
 //! control planes (they must not fight over the same Foos), one driven by sample-controller
 //! v0.36.3 (built from the Go module proxy by scripts/k8s-bins), one by kwop + guest-foo; the
 //! observable results are compared. Intended differences are asserted as such and listed in the
-//! README ("Differences from sample-controller").
+//! docs/differences-from-sample-controller.md.
 
 mod common;
 

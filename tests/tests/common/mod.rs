@@ -246,7 +246,7 @@ pub fn deploy_tree() -> anyhow::Result<PathBuf> {
 }
 
 /// `kubectl apply --server-side -k deploy/` (a copy with guest-foo in place), then the example
-/// ReconcilerPlugin `deploy/plugins/guest-foo.yaml`, as the README says.
+/// ReconcilerPlugin `deploy/plugins/guest-foo.yaml`, as docs/operate.md says.
 pub fn install(plane: &ControlPlane) -> anyhow::Result<()> {
     let dir = deploy_tree()?;
     plane.kubectl_output(&["apply", "--server-side", "--force-conflicts", "-k", &dir.display().to_string()])?;
