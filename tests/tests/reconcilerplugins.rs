@@ -457,3 +457,71 @@ async fn a_configmap_source_hot_swaps_and_a_private_registry_needs_its_pull_secr
     status_where(&client, &from_cm, "Ready again", Duration::from_secs(30), ready).await?;
     Ok(())
 }
+
+/// Issue 35 (4): `status.source.pinned` is writable by whoever may patch the status. After a
+/// restart the host pulls a pin only if it is a digest of the spec's own registry and repository
+/// (else it pulls the spec's reference and says so in a `PinIgnored` event); and a pinned pull
+/// that fails is retried as pinned, never silently replaced by what the tag names now.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_forged_pin_is_ignored_and_a_failed_pinned_pull_does_not_fall_back_to_the_tag() -> anyhow::Result<()> {
+    let plane = ControlPlane::shared(Mode::Api)?;
+    let client = plane.client().await?;
+    let ns = plane.namespace("rp-pin")?;
+    let reg = Registry::start()?;
+    let hp = reg.host_port();
+    push(&hp, Path::new(plugins::GUEST_FOO), &format!("{hp}/guest-foo:v1"))?;
+    push(&hp, Path::new(plugins::GUEST_FOO_V2), &format!("{hp}/guest-foo:v2"))?;
+    let evil = push(&hp, Path::new(plugins::GUEST_FOO_V2), &format!("{hp}/evil:v2"))?;
+    let (v1, v2) = (digest_of(Path::new(plugins::GUEST_FOO))?, digest_of(Path::new(plugins::GUEST_FOO_V2))?);
+    let name = format!("guest-foo-{ns}");
+    let spec = json!({ "source": { "oci": format!("{hp}/guest-foo:v1") }, "grants": foo_grants("samplecontroller.k8s.io/v1alpha1") });
+    apply_rp(&client, &name, &ns, spec).await?;
+    let flags = [format!("--namespace={ns}")];
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let host = rp_host(plane, &ns, &hp, &flags)?;
+    status_where(&client, &name, "Ready on v1", Duration::from_secs(60), |s| {
+        ready(s) && s.active_digest.as_deref() == Some(v1.as_str())
+    })
+    .await?;
+    drop(host);
+    let forge = |pinned: String| {
+        let client = client.clone();
+        let name = name.clone();
+        async move {
+            // The active digest cleared too: the next one seen is the restarted host's.
+            let body = json!({ "status": { "activeDigest": null, "source": { "pinned": pinned } } });
+            rps(&client).patch_status(&name, &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&body)).await
+        }
+    };
+    // Another repository's digest, and a tag of the same repository: neither is pulled.
+    for (what, pinned) in [("another repository", evil.clone()), ("a tag", format!("{hp}/guest-foo:v2"))] {
+        forge(pinned).await?;
+        let host = rp_host(plane, &ns, &hp, &flags)?;
+        let s = status_where(&client, &name, &format!("{what}: v1 from the spec"), Duration::from_secs(60), |s| {
+            ready(s) && s.active_digest.is_some()
+        })
+        .await?;
+        assert_eq!(s.active_digest.as_deref(), Some(v1.as_str()), "{what}: the forged pin ran (v2 is {v2})");
+        let e = event_with_reason(&client, "default", &name, "PinIgnored").await?;
+        assert!(e.note.unwrap_or_default().contains("status.source.pinned ignored"));
+        drop(host);
+    }
+    // A pin of the right repository that cannot be pulled: Degraded, retried, never the tag.
+    forge(format!("{hp}/guest-foo@sha256:{}", "0".repeat(64))).await?;
+    let host = Host::start_reconciler_plugins(
+        KWOP,
+        plane,
+        &plane.kubeconfig,
+        &[&format!("--reconciler-plugin-selector=kwop.dev/test={ns}"), &format!("--insecure-registry={hp}"), flags[0]],
+        &[],
+        false,
+    )?;
+    let s =
+        status_where(&client, &name, "Degraded NotFound", Duration::from_secs(60), |s| degraded(s) == Some("NotFound"))
+            .await?;
+    assert!(s.last_error.unwrap_or_default().contains("does not fall back to the tag"));
+    tokio::time::sleep(Duration::from_secs(4)).await; // past the first retries (1 s, 2 s)
+    let s = rps(&client).get(&name).await?.status.unwrap_or_default();
+    assert!(s.active_digest.is_none() && !ready(&s), "fell back to the tag: {s:?}\n{}", host.log());
+    Ok(())
+}
