@@ -525,3 +525,45 @@ async fn a_forged_pin_is_ignored_and_a_failed_pinned_pull_does_not_fall_back_to_
     assert!(s.active_digest.is_none() && !ready(&s), "fell back to the tag: {s:?}\n{}", host.log());
     Ok(())
 }
+
+/// Issue 35 (6): one patch narrows `grants.namespaces` and sets a memory limit above the host's
+/// `--plugin-memory-max`. The new version cannot load (Degraded Invalid), and the running one
+/// must not keep the broader grants: it runs on under the narrower ones.
+#[tokio::test(flavor = "multi_thread")]
+async fn revoking_a_namespace_takes_effect_even_when_the_reload_fails_for_another_reason() -> anyhow::Result<()> {
+    let plane = ControlPlane::shared(Mode::Api)?;
+    let client = plane.client().await?;
+    let (a, b) = (plane.namespace("rp-revoke-a")?, plane.namespace("rp-revoke-b")?);
+    let reg = Registry::start()?;
+    let hp = reg.host_port();
+    push(&hp, Path::new(plugins::GUEST_FOO), &format!("{hp}/guest-foo:v1"))?;
+    let name = format!("guest-foo-{a}");
+    let grants = |namespaces: &[&String]| {
+        let mut g = foo_grants("samplecontroller.k8s.io/v1alpha1");
+        g["namespaces"] = json!(namespaces);
+        g
+    };
+    let spec = json!({ "source": { "oci": format!("{hp}/guest-foo:v1") }, "grants": grants(&[&a, &b]) });
+    apply_rp(&client, &name, &a, spec).await?;
+    let host = rp_host(plane, &a, &hp, &[])?;
+    status_where(&client, &name, "Ready", Duration::from_secs(60), ready).await?;
+    create_foo(&client, &b, "before", "dep-before", Some(1)).await?;
+    deployment_where(&client, &b, "dep-before", "positive control: b is granted at first", |_| true).await?;
+
+    patch_spec(&client, &name, json!({ "grants": grants(&[&a]), "limits": { "memory": "64Gi" } })).await?;
+    let s =
+        status_where(&client, &name, "Degraded Invalid", Duration::from_secs(60), |s| degraded(s) == Some("Invalid"))
+            .await?;
+    assert!(s.last_error.unwrap_or_default().contains("plugin-memory-max"));
+    let since = plane.audited("kwop/").len();
+    create_foo(&client, &a, "after", "dep-after", Some(1)).await?;
+    create_foo(&client, &b, "after", "dep-after-b", Some(1)).await?;
+    set_replicas(&client, &b, "before", 3).await?;
+    deployment_where(&client, &a, "dep-after", "the running version still reconciles in a", |_| true).await?;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let in_b: Vec<_> = plane.audited("kwop/").into_iter().skip(since).filter(|w| w.namespace == b).collect();
+    assert!(in_b.is_empty(), "writes in the revoked namespace: {in_b:?}\n{}", host.log());
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), &b);
+    assert!(deployments.get_opt("dep-after-b").await?.is_none(), "a Foo in the revoked namespace reconciled");
+    Ok(())
+}

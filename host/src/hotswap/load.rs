@@ -189,6 +189,7 @@ impl Supervisor {
     }
 
     pub(super) fn load_failed(&mut self, file: &str, reason: &str, msg: String) {
+        self.regrant_running(file);
         let kept =
             self.slots.get(file).and_then(|s| s.good.as_ref()).map(|g| format!("{} {}", g.info.name, g.info.version));
         match &kept {
@@ -205,6 +206,31 @@ impl Supervisor {
         self.shared.health.set_rejected(file, msg.clone());
         let state = State::Rejected { reason: reason_of_load_label(reason), message: msg, kept: kept.is_some() };
         self.report(file, state);
+    }
+
+    /// A reload that failed (invalid limits, a bad component...) must not leave the running version
+    /// under grants the admin has since changed (issue 35: a narrowing failed open): it runs on
+    /// under the entry's grants, or stops if what it declares goes beyond them.
+    fn regrant_running(&mut self, file: &str) {
+        let Some(slot) = self.slots.get_mut(file) else { return };
+        let (Some(good), Some(grants)) = (slot.good.clone(), slot.entry.as_ref().and_then(|e| e.grants.clone())) else {
+            return;
+        };
+        if good.grants == grants {
+            return;
+        }
+        match grants.check(&good.info) {
+            Ok(()) => {
+                tracing::warn!(file, plugin = %good.info.name, "the new version was not loaded; the running one takes the new grants");
+                slot.good = Some(Arc::new(good.with_grants(grants)));
+                self.shared.candidates.set(file, None);
+            }
+            Err(m) => {
+                tracing::error!(file, plugin = %good.info.name, "the new version was not loaded and the running one is not allowed by the new grants: stopped ({m})");
+                slot.good = None;
+            }
+        }
+        self.drive(file);
     }
 
     /// Checks a candidate against the active version it is to shadow: the same grants, and only
