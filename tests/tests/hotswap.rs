@@ -192,3 +192,45 @@ async fn a_swap_that_changes_kinds_rebuilds_the_watches() -> anyhow::Result<()> 
     assert!(host.log().contains("plugin's kinds changed; rebuilding its watches"));
     Ok(())
 }
+
+/// Issue 35 (3): a new version whose `info()` gives another name would leave the old name's
+/// finalizers, tracking labels and field manager behind. It is refused (`renamed`), and the
+/// running version keeps reconciling under its own name.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_new_version_with_another_name_is_refused_and_the_running_one_kept() -> anyhow::Result<()> {
+    use kwop_tests::wat_plugin::WatPlugin;
+    let plane = ControlPlane::shared(Mode::Api)?;
+    let ns = plane.namespace("swap-rename")?;
+    let dir = plugins::folder(&[])?;
+    let (old, new) = (WatPlugin::chaos("renamed-old"), WatPlugin::chaos("renamed-new"));
+    let write = |p: &WatPlugin| -> anyhow::Result<()> {
+        std::fs::write(dir.join(".p.wasm"), p.build()?)?;
+        Ok(std::fs::rename(dir.join(".p.wasm"), dir.join("p.wasm"))?)
+    };
+    write(&old)?;
+    let host = host(plane, &dir, &[&format!("--namespace={ns}")])?;
+    let client = plane.client().await?;
+    create_chaos(&client, &ns, "c1", serde_json::json!({})).await?;
+    let ev = event_with_reason(&client, &ns, "c1", "ReconcileFailed").await?;
+    assert_eq!(ev.note.as_deref(), Some(old.message().as_str()));
+
+    write(&new)?;
+    let p = wait::until("the renamed version refused", Duration::from_secs(30), || async {
+        let p = plugins_json(host.port).map_err(|e| e.to_string())?;
+        let why = p["rejected_files"]["p.wasm"].as_str().unwrap_or_default().to_string();
+        if why.contains("\"renamed-new\"") {
+            Ok(Some(p))
+        } else {
+            Err(p.to_string())
+        }
+    })
+    .await?;
+    let names: Vec<&str> = p["plugins"].as_array().into_iter().flatten().filter_map(|e| e["name"].as_str()).collect();
+    assert_eq!(names, ["renamed-old"], "{p}");
+    assert_eq!(host.metric("kwop_plugin_load_failures_total", &[("reason", "renamed")])?, 1.0);
+    create_chaos(&client, &ns, "c2", serde_json::json!({})).await?;
+    let ev = event_with_reason(&client, &ns, "c2", "ReconcileFailed").await?;
+    assert_eq!(ev.note.as_deref(), Some(old.message().as_str()), "the running version still reconciles");
+    assert_eq!(host.metric("kwop_plugin_swaps_total", &[])?, 0.0);
+    Ok(())
+}

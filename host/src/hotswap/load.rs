@@ -126,6 +126,25 @@ impl Supervisor {
             Ok(p) => p,
             Err(e) => return self.load_failed(&file, e.label(), e.to_string()),
         };
+        if let Some(old) = slot.good.as_ref().filter(|g| g.info.name != plugin.info.name) {
+            let msg = format!(
+                "the new version's info() says its name is {:?}, the running version's is {:?}: a plugin's name is its \
+                 finalizer (kwop.dev/<name>), its objects' tracking label and its field manager, so a version that \
+                 changes it is refused and the running one is kept (to rename: remove this plugin, then add the \
+                 renamed one)",
+                plugin.info.name, old.info.name
+            );
+            if let Some(rp) = file.strip_prefix("reconcilerplugin/") {
+                let reference = k8s_openapi::api::core::v1::ObjectReference {
+                    api_version: Some("kwop.dev/v1alpha1".into()),
+                    kind: Some("ReconcilerPlugin".into()),
+                    name: Some(rp.into()),
+                    ..Default::default()
+                };
+                crate::report::host_warning(&self.shared.client, reference, "Renamed", &msg);
+            }
+            return self.load_failed(&file, "renamed", msg);
+        }
         let entry = slot.entry.clone();
         match entry.as_ref().and_then(|e| e.grants.clone()) {
             Some(g) => {
