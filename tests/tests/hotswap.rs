@@ -30,26 +30,15 @@ async fn wait_version(port: u16, version: &str) -> anyhow::Result<()> {
 async fn swapping_v1_to_v2_under_load_converges_every_object_without_errors() -> anyhow::Result<()> {
     let Env { ns, dir, host, client, .. } = guest_foo_env("swap-load", Mode::Api).await?;
 
-    // 200 Foos created and updated continuously while the plugin is swapped.
-    let writer = {
-        let (client, ns) = (client.clone(), ns.clone());
-        tokio::spawn(async move {
-            for i in 0..200 {
-                create_foo(&client, &ns, &format!("foo-{i}"), &format!("dep-{i}"), Some(1)).await?;
-                if i >= 10 {
-                    set_replicas(&client, &ns, &format!("foo-{}", i - 10), 2).await?;
-                }
-            }
-            for i in 190..200 {
-                set_replicas(&client, &ns, &format!("foo-{i}"), 2).await?;
-            }
-            anyhow::Ok(())
-        })
-    };
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // 200 Foos created and updated continuously while the plugin is swapped, a quarter of the way in.
+    let load = FooLoad::start(&client, &ns);
+    load.reached(FooLoad::TOTAL / 4).await?;
     plugins::replace(&dir, "guest-foo.wasm", plugins::GUEST_FOO_V2)?;
-    writer.await??;
     wait_version(host.port, "0.1.0-v2").await?;
+    // Under load: the writes went on after v2 took over.
+    let at_swap = load.done();
+    assert!(at_swap < FooLoad::TOTAL, "the load was over before the swap ({at_swap} writes)");
+    load.finish().await?;
 
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), &ns);
     wait::until("all 200 Deployments reconciled by v2 with 2 replicas", Duration::from_secs(120), || async {
