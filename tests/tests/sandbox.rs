@@ -257,8 +257,6 @@ async fn a_plugin_failure_is_reported_with_its_own_events_and_retried() -> anyho
     // The same Warning is recorded once, not once per retry: one write of it reached the API
     // server (counting Event objects would not tell: the client's recorder folds repeats into
     // one object's series, with a write each).
-    let evs = events_for(&s.client, &s.ns, "sad").await?;
-    assert_eq!(evs.iter().filter(|e| e.reason.as_deref() == Some("ChaosFailed")).count(), 1);
     let writes: Vec<_> = s
         .plane
         .audited("kwop/")
@@ -266,6 +264,8 @@ async fn a_plugin_failure_is_reported_with_its_own_events_and_retried() -> anyho
         .filter(|w| w.resource == "events" && w.namespace == s.ns && w.name.starts_with("sad."))
         .collect();
     assert_eq!(writes.len(), 1, "{} event writes for {n} failures: {writes:?}", writes.len());
+    let evs = events_for(&s.client, &s.ns, "sad").await?;
+    assert_eq!(evs.iter().filter(|e| e.reason.as_deref() == Some("ChaosFailed")).count(), 1);
     Ok(())
 }
 
