@@ -303,7 +303,8 @@ async fn the_webhook_port_bounds_what_a_caller_can_cost() -> anyhow::Result<()> 
     let flags = ["--webhook-timeout=3s", "--plugin-timeout=3s", "--plugin-memory=32Mi", "--plugin-memory-budget=40Mi"];
     let a = start(plane, &dir, &ns, &flags)?;
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let http = reqwest::Client::builder().tls_danger_accept_invalid_certs(true).build()?;
+    // A connection each: a pooled one the server closed (after the 413) is no answer.
+    let http = reqwest::Client::builder().tls_danger_accept_invalid_certs(true).pool_max_idle_per_host(0).build()?;
     let url = |plugin: &str| format!("https://127.0.0.1:{}/validate/{plugin}", a.port);
     let post = |plugin: String, body: Vec<u8>| {
         let req = http.post(url(&plugin)).header("content-type", "application/json").body(body);

@@ -361,13 +361,13 @@ async fn narrowing_the_granted_namespaces_neither_wedges_syncing_nor_hangs_delet
         true,
     )?;
     rp::status_where(&client, &rp_name, "Ready", WITHIN, rp::ready).await?;
-    create_fin(&client, &a, "f1", json!({ "elsewhere": [b, c] })).await?;
-    create_fin(&client, &c, "f2", json!({ "elsewhere": [b] })).await?;
-    for (ns, name) in [(&b, "f1"), (&c, "f1"), (&b, "f2")] {
+    create_fin(&client, &a, "narrow-1", json!({ "elsewhere": [b, c] })).await?;
+    create_fin(&client, &c, "narrow-2", json!({ "elsewhere": [b] })).await?;
+    for (ns, name) in [(&b, "narrow-1"), (&c, "narrow-1"), (&b, "narrow-2")] {
         configmap_where(&client, ns, name, "a copy", |_| true).await?;
     }
-    wait::until("f2's finalizer", WITHIN, || async {
-        let f = fins(&client, &c).get("f2").await.map_err(|e| e.to_string())?;
+    wait::until("narrow-2's finalizer", WITHIN, || async {
+        let f = fins(&client, &c).get("narrow-2").await.map_err(|e| e.to_string())?;
         Ok((finalizers(&f) == [FINALIZER]).then_some(()))
     })
     .await?;
@@ -383,9 +383,9 @@ async fn narrowing_the_granted_namespaces_neither_wedges_syncing_nor_hangs_delet
     // f1 drops c: its copy there is not its to delete any more, and the rest of its outcome
     // (status: 1 copy) is written, not refused whole (WrongNamespace, every reconcile).
     let drop_c = json!({ "spec": { "elsewhere": [b] } });
-    fins(&client, &a).patch("f1", &PatchParams::default(), &Patch::Merge(drop_c)).await?;
-    wait::until("f1 synced to one copy", WITHIN, || async {
-        let f = fins(&client, &a).get("f1").await.map_err(|e| e.to_string())?;
+    fins(&client, &a).patch("narrow-1", &PatchParams::default(), &Patch::Merge(drop_c)).await?;
+    wait::until("narrow-1 synced to one copy", WITHIN, || async {
+        let f = fins(&client, &a).get("narrow-1").await.map_err(|e| e.to_string())?;
         match &f.data["status"]["copies"] {
             n if *n == 1 => Ok(Some(())),
             n => Err(format!("status.copies {n}")),
@@ -393,24 +393,24 @@ async fn narrowing_the_granted_namespaces_neither_wedges_syncing_nor_hangs_delet
     })
     .await?;
     // The Fin in the revoked namespace, deleted: released, with a Warning saying why.
-    fins(&client, &c).delete("f2", &DeleteParams::default()).await?;
-    fin_gone(&client, &c, "f2").await?;
-    let e = event_with_reason(&client, &c, "f2", "FinalizerReleased").await?;
+    fins(&client, &c).delete("narrow-2", &DeleteParams::default()).await?;
+    fin_gone(&client, &c, "narrow-2").await?;
+    let e = event_with_reason(&client, &c, "narrow-2", "FinalizerReleased").await?;
     assert!(e.note.unwrap_or_default().contains("not among the namespaces"), "the event says why");
     // f1's deletion completes: finalize deletes the copy it is still granted.
-    fins(&client, &a).delete("f1", &DeleteParams::default()).await?;
-    fin_gone(&client, &a, "f1").await?;
-    copy_gone(&client, &b, "f1", "the granted copy deleted by finalize").await?;
+    fins(&client, &a).delete("narrow-1", &DeleteParams::default()).await?;
+    fin_gone(&client, &a, "narrow-1").await?;
+    copy_gone(&client, &b, "narrow-1", "the granted copy deleted by finalize").await?;
     let left: Api<ConfigMap> = Api::namespaced(client.clone(), &c);
-    assert!(left.get_opt("f1").await?.is_some(), "the copy in the revoked namespace is left in place");
-    // In c, since the narrowing: nothing written but f2's finalizer coming off (and its event).
+    assert!(left.get_opt("narrow-1").await?.is_some(), "the copy in the revoked namespace is left in place");
+    // In c, since the narrowing: nothing written but narrow-2's finalizer coming off (and its event).
     let in_c: Vec<_> = plane
         .audited("kwop/")
         .into_iter()
         .skip(narrowed)
         .filter(|w| w.namespace == c && w.resource != "events")
         .collect();
-    assert!(in_c.iter().all(|w| w.resource == "fins" && w.name == "f2" && w.verb == "patch"), "{in_c:?}");
+    assert!(in_c.iter().all(|w| w.resource == "fins" && w.name == "narrow-2" && w.verb == "patch"), "{in_c:?}");
     assert_eq!(in_c.len(), 1, "{in_c:?}");
     rp::rps(&client).delete(&rp_name, &DeleteParams::default()).await?;
     Ok(())

@@ -126,7 +126,12 @@ impl Supervisor {
             Ok(p) => p,
             Err(e) => return self.load_failed(&file, e.label(), e.to_string()),
         };
-        if let Some(old) = slot.good.as_ref().filter(|g| g.info.name != plugin.info.name) {
+        // Another name for the same primary kind is a new version renaming the plugin (another
+        // kind too is another plugin in the same place: as a removal and an addition).
+        let renamed = |g: &&Arc<LoadedPlugin>| {
+            g.info.name != plugin.info.name && g.info.primary.same_group_kind(&plugin.info.primary)
+        };
+        if let Some(old) = slot.good.as_ref().filter(renamed) {
             let msg = format!(
                 "the new version's info() says its name is {:?}, the running version's is {:?}: a plugin's name is its \
                  finalizer (kwop.dev/<name>), its objects' tracking label and its field manager, so a version that \
