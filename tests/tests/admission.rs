@@ -25,6 +25,8 @@ struct Admitting {
     host: Host,
     configuration: String,
     secret: String,
+    /// The webhook's port.
+    port: u16,
 }
 
 fn start(plane: &ControlPlane, dir: &Path, ns: &str, extra: &[&str]) -> anyhow::Result<Admitting> {
@@ -40,7 +42,7 @@ fn start(plane: &ControlPlane, dir: &Path, ns: &str, extra: &[&str]) -> anyhow::
     ];
     args.extend(extra.iter().map(|s| s.to_string()));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    Ok(Admitting { host: host(plane, dir, &args)?, configuration, secret })
+    Ok(Admitting { host: host(plane, dir, &args)?, configuration, secret, port })
 }
 
 /// The host's webhook configuration, once it names `plugin` with a caBundle.
@@ -269,5 +271,77 @@ async fn the_certificate_is_renewed_while_the_api_server_keeps_calling() -> anyh
     assert_eq!(still, ca, "the CA (the caBundle) stays through renewals");
     assert_eq!(a.host.metric("kwop_admission_requests_total", &[("result", "error")])?, 0.0);
     remove_configuration(&client, &a.configuration).await;
+    Ok(())
+}
+
+/// An AdmissionReview of a Fin creation in `ns` with `spec.validate` = `validate`.
+fn review(ns: &str, validate: &str) -> String {
+    json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {
+            "uid": "0b8a5a8e-1", "operation": "CREATE", "name": "x", "namespace": ns,
+            "kind": { "group": "test.kwop.dev", "version": "v1", "kind": "Fin" },
+            "resource": { "group": "test.kwop.dev", "version": "v1", "resource": "fins" },
+            "userInfo": { "username": "someone" },
+            "object": { "apiVersion": "test.kwop.dev/v1", "kind": "Fin",
+                "metadata": { "name": "x", "namespace": ns }, "spec": { "validate": validate } },
+        }
+    })
+    .to_string()
+}
+
+/// Issue 35 (5): the webhook port answers anyone who reaches it, so what one caller can cost is
+/// bounded: paths naming no plugin share one metric label (random names do not grow /metrics),
+/// a body over 4 MiB is refused before it is parsed, and a request waiting for an instance or the
+/// memory budget is answered within the webhook's timeout, not after the calls before it.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_webhook_port_bounds_what_a_caller_can_cost() -> anyhow::Result<()> {
+    let plane = ControlPlane::shared(Mode::Api)?;
+    let ns = plane.namespace("adm-bounds")?;
+    let dir = plugins::folder(&[("finalizer.wasm", plugins::FINALIZER)])?;
+    // Room for one call at a time; a looping validate holds it for its whole deadline (2.5 s).
+    let flags = ["--webhook-timeout=3s", "--plugin-timeout=3s", "--plugin-memory=32Mi", "--plugin-memory-budget=40Mi"];
+    let a = start(plane, &dir, &ns, &flags)?;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    // A connection each: a pooled one the server closed (after the 413) is no answer.
+    let http = reqwest::Client::builder().tls_danger_accept_invalid_certs(true).pool_max_idle_per_host(0).build()?;
+    let url = |plugin: &str| format!("https://127.0.0.1:{}/validate/{plugin}", a.port);
+    let post = |plugin: String, body: Vec<u8>| {
+        let req = http.post(url(&plugin)).header("content-type", "application/json").body(body);
+        async move {
+            let r = req.send().await?;
+            anyhow::Ok((r.status().as_u16(), r.text().await?))
+        }
+    };
+    wait::until("the webhook answering", Duration::from_secs(30), || async {
+        post("finalizer".into(), review(&ns, "ok").into_bytes()).await.map(|r| Some(r.0)).map_err(|e| e.to_string())
+    })
+    .await?;
+
+    for i in 0..20 {
+        let (code, text) = post(format!("nobody-{i}"), review(&ns, "ok").into_bytes()).await?;
+        assert_eq!(code, 200, "{text}");
+    }
+    let metrics = a.host.metrics()?;
+    assert!(!metrics.contains("nobody-"), "a caller's path became a metric label");
+    assert_eq!(a.host.metric("kwop_admission_requests_total", &[("plugin", "(unknown)")])?, 20.0);
+
+    let (code, _) = post("finalizer".into(), vec![b' '; 5 << 20]).await?;
+    assert_eq!(code, 413, "a 5 MiB body was read");
+
+    let started = Instant::now();
+    let calls = (0..4).map(|_| post("finalizer".into(), review(&ns, "loop").into_bytes()));
+    let answers = futures::future::join_all(calls.map(|c| async move {
+        let r = c.await;
+        (r, started.elapsed())
+    }))
+    .await;
+    for (r, took) in answers {
+        let (code, text) = r?;
+        assert_eq!(code, 200, "{text}");
+        assert!(text.contains("\"allowed\":false"), "Fail refuses what could not be validated: {text}");
+        assert!(took < Duration::from_millis(4500), "answered after {took:?}: the waits add up past the timeout");
+    }
+    remove_configuration(&plane.client().await?, &a.configuration).await;
     Ok(())
 }

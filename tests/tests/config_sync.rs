@@ -325,6 +325,8 @@ async fn as_a_reconciler_plugin_its_grants_bound_where_copies_go() -> anyhow::Re
     );
     let writes: Vec<_> = plane.audited("kwop/").into_iter().filter(|w| w.namespace == t2).collect();
     assert!(writes.is_empty(), "{writes:?}");
+    let in_t1 = plane.audited("kwop/").into_iter().filter(|w| w.namespace == t1 && w.resource == "configmaps").count();
+    assert!(in_t1 > 0, "positive control: the audit log sees the copy written in t1");
     syncs(&client).delete(&name, &DeleteParams::default()).await?;
     gone(&syncs(&client), &name, "the ConfigSync").await?;
     gone(&Api::<ConfigMap>::namespaced(client.clone(), &t1), "settings", "its copy").await?;

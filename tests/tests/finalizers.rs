@@ -321,3 +321,97 @@ async fn guest_foo_0_1_runs_unchanged_beside_a_0_2_plugin() -> anyhow::Result<()
     fin_gone(&client, &ns, "new").await?;
     Ok(())
 }
+
+/// Issue 35 (2): narrowing a ReconcilerPlugin's `grants.namespaces` under a plugin that owns
+/// ConfigMaps across namespaces. Its copies in the revoked namespace leave what it is shown (they
+/// stay where they are: it may not touch them), so its outcomes are not refused as a whole and
+/// syncing goes on where it is still granted; its `finalize` completes; and a Fin in the revoked
+/// namespace, deleted, has its finalizer released with a Warning event saying why.
+#[tokio::test(flavor = "multi_thread")]
+async fn narrowing_the_granted_namespaces_neither_wedges_syncing_nor_hangs_deletions() -> anyhow::Result<()> {
+    use base64::Engine as _;
+    let _one = ONE_HOST.lock().await;
+    let plane = ControlPlane::shared(Mode::Api)?;
+    let client = plane.client().await?;
+    let a = plane.namespace("fin-narrow")?;
+    let (b, c) = (plane.namespace("fin-narrow-b")?, plane.namespace("fin-narrow-c")?);
+    let wasm = base64::engine::general_purpose::STANDARD.encode(std::fs::read(plugins::FINALIZER)?);
+    let plugin: ConfigMap = serde_json::from_value(json!({
+        "metadata": { "name": "plugins" }, "binaryData": { "finalizer.wasm": wasm },
+    }))?;
+    Api::<ConfigMap>::namespaced(client.clone(), &a).create(&PostParams::default(), &plugin).await?;
+    let spec = |namespaces: &[&String]| {
+        json!({
+            "source": { "configMap": { "name": "plugins", "key": "finalizer.wasm" } },
+            "grants": {
+                "primary": { "apiVersion": "test.kwop.dev/v1", "kind": "Fin" },
+                "owns": [{ "apiVersion": "v1", "kind": "ConfigMap", "acrossNamespaces": true }],
+                "namespaces": namespaces,
+            },
+        })
+    };
+    let rp_name = format!("finalizer-{a}");
+    rp::apply_rp(&client, &rp_name, &a, spec(&[&a, &b, &c])).await?;
+    let host = Host::start_reconciler_plugins(
+        KWOP,
+        plane,
+        &plane.kubeconfig,
+        &[&format!("--reconciler-plugin-selector=kwop.dev/test={a}"), &format!("--system-namespace={a}")],
+        &[],
+        true,
+    )?;
+    rp::status_where(&client, &rp_name, "Ready", WITHIN, rp::ready).await?;
+    create_fin(&client, &a, "narrow-1", json!({ "elsewhere": [b, c] })).await?;
+    create_fin(&client, &c, "narrow-2", json!({ "elsewhere": [b] })).await?;
+    for (ns, name) in [(&b, "narrow-1"), (&c, "narrow-1"), (&b, "narrow-2")] {
+        configmap_where(&client, ns, name, "a copy", |_| true).await?;
+    }
+    wait::until("narrow-2's finalizer", WITHIN, || async {
+        let f = fins(&client, &c).get("narrow-2").await.map_err(|e| e.to_string())?;
+        Ok((finalizers(&f) == [FINALIZER]).then_some(()))
+    })
+    .await?;
+
+    // c is revoked: the running version swaps to the narrower grants.
+    rp::apply_rp(&client, &rp_name, &a, spec(&[&a, &b])).await?;
+    wait::until("the swap to the narrower grants", WITHIN, || async {
+        let n = host.metric("kwop_plugin_swaps_total", &[("plugin", "finalizer")]).map_err(|e| e.to_string())?;
+        Ok((n >= 1.0).then_some(()))
+    })
+    .await?;
+    let narrowed = plane.audited("kwop/").len();
+    // f1 drops c: its copy there is not its to delete any more, and the rest of its outcome
+    // (status: 1 copy) is written, not refused whole (WrongNamespace, every reconcile).
+    let drop_c = json!({ "spec": { "elsewhere": [b] } });
+    fins(&client, &a).patch("narrow-1", &PatchParams::default(), &Patch::Merge(drop_c)).await?;
+    wait::until("narrow-1 synced to one copy", WITHIN, || async {
+        let f = fins(&client, &a).get("narrow-1").await.map_err(|e| e.to_string())?;
+        match &f.data["status"]["copies"] {
+            n if *n == 1 => Ok(Some(())),
+            n => Err(format!("status.copies {n}")),
+        }
+    })
+    .await?;
+    // The Fin in the revoked namespace, deleted: released, with a Warning saying why.
+    fins(&client, &c).delete("narrow-2", &DeleteParams::default()).await?;
+    fin_gone(&client, &c, "narrow-2").await?;
+    let e = event_with_reason(&client, &c, "narrow-2", "FinalizerReleased").await?;
+    assert!(e.note.unwrap_or_default().contains("not among the namespaces"), "the event says why");
+    // f1's deletion completes: finalize deletes the copy it is still granted.
+    fins(&client, &a).delete("narrow-1", &DeleteParams::default()).await?;
+    fin_gone(&client, &a, "narrow-1").await?;
+    copy_gone(&client, &b, "narrow-1", "the granted copy deleted by finalize").await?;
+    let left: Api<ConfigMap> = Api::namespaced(client.clone(), &c);
+    assert!(left.get_opt("narrow-1").await?.is_some(), "the copy in the revoked namespace is left in place");
+    // In c, since the narrowing: nothing written but narrow-2's finalizer coming off (and its event).
+    let in_c: Vec<_> = plane
+        .audited("kwop/")
+        .into_iter()
+        .skip(narrowed)
+        .filter(|w| w.namespace == c && w.resource != "events")
+        .collect();
+    assert!(in_c.iter().all(|w| w.resource == "fins" && w.name == "narrow-2" && w.verb == "patch"), "{in_c:?}");
+    assert_eq!(in_c.len(), 1, "{in_c:?}");
+    rp::rps(&client).delete(&rp_name, &DeleteParams::default()).await?;
+    Ok(())
+}

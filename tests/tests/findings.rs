@@ -84,7 +84,14 @@ async fn resync_zero_is_off_and_an_unknown_limit_name_is_reported() -> anyhow::R
         d.spec.as_ref().and_then(|s| s.replicas) == Some(2)
     })
     .await?;
+    // Off, not "as often as possible": once in sync, nothing is reconciled again (a resync of an
+    // in-sync Foo counts as an `unchanged` reconcile).
     tokio::time::sleep(Duration::from_secs(2)).await;
+    let reconciles = || kwop_tests::host::sum_metric(&h.metrics().unwrap_or_default(), "kwop_reconcile_total", &[]);
+    let before = reconciles();
+    assert!(before >= 1.0, "positive control: the reconcile is counted");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(reconciles(), before, "reconciles with resync off:\n{}", h.metrics()?);
     assert_eq!(http_get(h.port, "/healthz")?.0, 200, "alive with --resync-period 0");
     let (_, body) = http_get(h.port, "/plugins")?;
     let v: Value = serde_json::from_str(&body)?;

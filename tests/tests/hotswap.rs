@@ -30,26 +30,15 @@ async fn wait_version(port: u16, version: &str) -> anyhow::Result<()> {
 async fn swapping_v1_to_v2_under_load_converges_every_object_without_errors() -> anyhow::Result<()> {
     let Env { ns, dir, host, client, .. } = guest_foo_env("swap-load", Mode::Api).await?;
 
-    // 200 Foos created and updated continuously while the plugin is swapped.
-    let writer = {
-        let (client, ns) = (client.clone(), ns.clone());
-        tokio::spawn(async move {
-            for i in 0..200 {
-                create_foo(&client, &ns, &format!("foo-{i}"), &format!("dep-{i}"), Some(1)).await?;
-                if i >= 10 {
-                    set_replicas(&client, &ns, &format!("foo-{}", i - 10), 2).await?;
-                }
-            }
-            for i in 190..200 {
-                set_replicas(&client, &ns, &format!("foo-{i}"), 2).await?;
-            }
-            anyhow::Ok(())
-        })
-    };
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // 200 Foos created and updated continuously while the plugin is swapped, a quarter of the way in.
+    let load = FooLoad::start(&client, &ns);
+    load.reached(FooLoad::TOTAL / 4).await?;
     plugins::replace(&dir, "guest-foo.wasm", plugins::GUEST_FOO_V2)?;
-    writer.await??;
     wait_version(host.port, "0.1.0-v2").await?;
+    // Under load: the writes went on after v2 took over.
+    let at_swap = load.done();
+    assert!(at_swap < FooLoad::TOTAL, "the load was over before the swap ({at_swap} writes)");
+    load.finish().await?;
 
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), &ns);
     wait::until("all 200 Deployments reconciled by v2 with 2 replicas", Duration::from_secs(120), || async {
@@ -190,5 +179,47 @@ async fn a_swap_that_changes_kinds_rebuilds_the_watches() -> anyhow::Result<()> 
     .await
     .map(|d: BTreeMap<String, String>| assert_eq!(d.get("mode").map(String::as_str), Some("ok")))?;
     assert!(host.log().contains("plugin's kinds changed; rebuilding its watches"));
+    Ok(())
+}
+
+/// Issue 35 (3): a new version whose `info()` gives another name would leave the old name's
+/// finalizers, tracking labels and field manager behind. It is refused (`renamed`), and the
+/// running version keeps reconciling under its own name.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_new_version_with_another_name_is_refused_and_the_running_one_kept() -> anyhow::Result<()> {
+    use kwop_tests::wat_plugin::WatPlugin;
+    let plane = ControlPlane::shared(Mode::Api)?;
+    let ns = plane.namespace("swap-rename")?;
+    let dir = plugins::folder(&[])?;
+    let (old, new) = (WatPlugin::chaos("renamed-old"), WatPlugin::chaos("renamed-new"));
+    let write = |p: &WatPlugin| -> anyhow::Result<()> {
+        std::fs::write(dir.join(".p.wasm"), p.build()?)?;
+        Ok(std::fs::rename(dir.join(".p.wasm"), dir.join("p.wasm"))?)
+    };
+    write(&old)?;
+    let host = host(plane, &dir, &[&format!("--namespace={ns}")])?;
+    let client = plane.client().await?;
+    create_chaos(&client, &ns, "c1", serde_json::json!({})).await?;
+    let ev = event_with_reason(&client, &ns, "c1", "ReconcileFailed").await?;
+    assert_eq!(ev.note.as_deref(), Some(old.message().as_str()));
+
+    write(&new)?;
+    let p = wait::until("the renamed version refused", Duration::from_secs(30), || async {
+        let p = plugins_json(host.port).map_err(|e| e.to_string())?;
+        let why = p["rejected_files"]["p.wasm"].as_str().unwrap_or_default().to_string();
+        if why.contains("\"renamed-new\"") {
+            Ok(Some(p))
+        } else {
+            Err(p.to_string())
+        }
+    })
+    .await?;
+    let names: Vec<&str> = p["plugins"].as_array().into_iter().flatten().filter_map(|e| e["name"].as_str()).collect();
+    assert_eq!(names, ["renamed-old"], "{p}");
+    assert_eq!(host.metric("kwop_plugin_load_failures_total", &[("reason", "renamed")])?, 1.0);
+    create_chaos(&client, &ns, "c2", serde_json::json!({})).await?;
+    let ev = event_with_reason(&client, &ns, "c2", "ReconcileFailed").await?;
+    assert_eq!(ev.note.as_deref(), Some(old.message().as_str()), "the running version still reconciles");
+    assert_eq!(host.metric("kwop_plugin_swaps_total", &[])?, 0.0);
     Ok(())
 }

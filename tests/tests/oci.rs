@@ -226,6 +226,31 @@ async fn pulls_are_verified_and_failures_carry_their_reason() {
         "says what it found: {msg}"
     );
 
+    // Bytes tampered with in the registry's own storage (same sizes, so only the digests can
+    // tell): the layer by its digest in the manifest, the manifest by the digest pulled.
+    let blob = |digest: &str| {
+        let hex = digest.trim_start_matches("sha256:").to_string();
+        reg.storage.join("docker/registry/v2/blobs/sha256").join(&hex[..2]).join(&hex).join("data")
+    };
+    let layer = blob(&format!("sha256:{}", kwop::plugin::loader::sha256_hex(&bytes)));
+    let tamper = |path: &std::path::Path, at: usize| {
+        let mut b = std::fs::read(path).expect("a stored blob");
+        b[at] ^= 0x01;
+        std::fs::write(path, b).expect("tampered");
+    };
+    tamper(&layer, bytes.len() / 2);
+    let (r, msg) = reason(oci::pull(&format!("{hp}/lib/foo:v1"), &Auth::Anonymous, &cfg).await);
+    assert_eq!(r, "DigestMismatch", "{msg}");
+    assert!(msg.contains("layer"), "{msg}");
+    tamper(&layer, bytes.len() / 2);
+    let manifest = blob(&digest);
+    let at = std::fs::read(&manifest).expect("manifest").iter().position(|b| *b == b'w').expect("a 'w' in the JSON");
+    tamper(&manifest, at);
+    let (r, msg) = reason(oci::pull(&pinned, &Auth::Anonymous, &cfg).await);
+    assert_eq!(r, "DigestMismatch", "{msg}");
+    assert!(msg.contains("manifest"), "{msg}");
+    tamper(&manifest, at);
+
     // Not HTTPS-capable, and not listed as insecure: unreachable, not a hang.
     let (r, msg) = reason(oci::pull(&pinned, &Auth::Anonymous, &OciConfig::default()).await);
     assert_eq!(r, "Unreachable", "{msg}");

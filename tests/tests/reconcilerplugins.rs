@@ -116,29 +116,18 @@ async fn editing_the_source_swaps_v1_to_v2_under_load_and_nothing_is_lost() -> a
     let host = rp_host(plane, &ns, &hp, &[&format!("--namespace={ns}")])?;
     status_where(&client, &name, "Ready on v1", Duration::from_secs(60), ready).await?;
 
-    let writer = {
-        let (client, ns) = (client.clone(), ns.clone());
-        tokio::spawn(async move {
-            for i in 0..200 {
-                create_foo(&client, &ns, &format!("foo-{i}"), &format!("dep-{i}"), Some(1)).await?;
-                if i >= 10 {
-                    set_replicas(&client, &ns, &format!("foo-{}", i - 10), 2).await?;
-                }
-            }
-            for i in 190..200 {
-                set_replicas(&client, &ns, &format!("foo-{i}"), 2).await?;
-            }
-            anyhow::Ok(())
-        })
-    };
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    let load = FooLoad::start(&client, &ns);
+    load.reached(FooLoad::TOTAL / 4).await?;
     patch_spec(&client, &name, json!({ "source": { "oci": format!("{hp}/guest-foo:v2") } })).await?;
-    writer.await??;
     let v2 = digest_of(Path::new(plugins::GUEST_FOO_V2))?;
     let s = status_where(&client, &name, "v2 active", Duration::from_secs(60), |s| {
         s.active_digest.as_deref() == Some(v2.as_str()) && ready(s)
     })
     .await?;
+    // Under load: the writes went on after v2 took over.
+    let at_swap = load.done();
+    assert!(at_swap < FooLoad::TOTAL, "the load was over before the swap ({at_swap} writes)");
+    load.finish().await?;
     assert_eq!(s.plugin.map(|p| p.version).as_deref(), Some("0.1.0-v2"));
     assert!(s.source.and_then(|s| s.pinned).is_some_and(|p| p.contains("/guest-foo@sha256:")));
 
@@ -355,12 +344,11 @@ async fn in_folder_mode_a_second_file_for_a_kind_is_rejected() -> anyhow::Result
     let running: Vec<&Value> = v["plugins"].as_array().into_iter().flatten().filter(|p| p["synced"] == true).collect();
     assert_eq!(running.len(), 1, "{v}");
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let by_js = plane
-        .audited("kwop/")
-        .into_iter()
-        .filter(|w| w.namespace == ns && w.field_manager == "kwop-guest-foo-js")
-        .count();
-    assert_eq!(by_js, 0);
+    let by = |manager: &str| {
+        plane.audited("kwop/").into_iter().filter(|w| w.namespace == ns && w.field_manager == manager).count()
+    };
+    assert_eq!(by("kwop-guest-foo-js"), 0);
+    assert!(by("kwop-guest-foo") > 0, "positive control: the audit log sees the running plugin's writes");
     Ok(())
 }
 
@@ -455,5 +443,115 @@ async fn a_configmap_source_hot_swaps_and_a_private_registry_needs_its_pull_secr
     patch_spec(&client, &from_cm, json!({ "suspend": false })).await?;
     deployment_where(&client, &ns, "dep-suspended", "reconciled once resumed", |_| true).await?;
     status_where(&client, &from_cm, "Ready again", Duration::from_secs(30), ready).await?;
+    Ok(())
+}
+
+/// Issue 35 (4): `status.source.pinned` is writable by whoever may patch the status. After a
+/// restart the host pulls a pin only if it is a digest of the spec's own registry and repository
+/// (else it pulls the spec's reference and says so in a `PinIgnored` event); and a pinned pull
+/// that fails is retried as pinned, never silently replaced by what the tag names now.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_forged_pin_is_ignored_and_a_failed_pinned_pull_does_not_fall_back_to_the_tag() -> anyhow::Result<()> {
+    let plane = ControlPlane::shared(Mode::Api)?;
+    let client = plane.client().await?;
+    let ns = plane.namespace("rp-pin")?;
+    let reg = Registry::start()?;
+    let hp = reg.host_port();
+    push(&hp, Path::new(plugins::GUEST_FOO), &format!("{hp}/guest-foo:v1"))?;
+    push(&hp, Path::new(plugins::GUEST_FOO_V2), &format!("{hp}/guest-foo:v2"))?;
+    let evil = push(&hp, Path::new(plugins::GUEST_FOO_V2), &format!("{hp}/evil:v2"))?;
+    let (v1, v2) = (digest_of(Path::new(plugins::GUEST_FOO))?, digest_of(Path::new(plugins::GUEST_FOO_V2))?);
+    let name = format!("guest-foo-{ns}");
+    let spec = json!({ "source": { "oci": format!("{hp}/guest-foo:v1") }, "grants": foo_grants("samplecontroller.k8s.io/v1alpha1") });
+    apply_rp(&client, &name, &ns, spec).await?;
+    let flags = [format!("--namespace={ns}")];
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let host = rp_host(plane, &ns, &hp, &flags)?;
+    status_where(&client, &name, "Ready on v1", Duration::from_secs(60), |s| {
+        ready(s) && s.active_digest.as_deref() == Some(v1.as_str())
+    })
+    .await?;
+    drop(host);
+    let forge = |pinned: String| {
+        let client = client.clone();
+        let name = name.clone();
+        async move {
+            // The active digest cleared too: the next one seen is the restarted host's.
+            let body = json!({ "status": { "activeDigest": null, "source": { "pinned": pinned } } });
+            rps(&client).patch_status(&name, &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&body)).await
+        }
+    };
+    // Another repository's digest, and a tag of the same repository: neither is pulled.
+    for (what, pinned) in [("another repository", evil.clone()), ("a tag", format!("{hp}/guest-foo:v2"))] {
+        forge(pinned).await?;
+        let host = rp_host(plane, &ns, &hp, &flags)?;
+        let s = status_where(&client, &name, &format!("{what}: v1 from the spec"), Duration::from_secs(60), |s| {
+            ready(s) && s.active_digest.is_some()
+        })
+        .await?;
+        assert_eq!(s.active_digest.as_deref(), Some(v1.as_str()), "{what}: the forged pin ran (v2 is {v2})");
+        let e = event_with_reason(&client, "default", &name, "PinIgnored").await?;
+        assert!(e.note.unwrap_or_default().contains("status.source.pinned ignored"));
+        drop(host);
+    }
+    // A pin of the right repository that cannot be pulled: Degraded, retried, never the tag.
+    forge(format!("{hp}/guest-foo@sha256:{}", "0".repeat(64))).await?;
+    let host = Host::start_reconciler_plugins(
+        KWOP,
+        plane,
+        &plane.kubeconfig,
+        &[&format!("--reconciler-plugin-selector=kwop.dev/test={ns}"), &format!("--insecure-registry={hp}"), flags[0]],
+        &[],
+        false,
+    )?;
+    let s =
+        status_where(&client, &name, "Degraded NotFound", Duration::from_secs(60), |s| degraded(s) == Some("NotFound"))
+            .await?;
+    assert!(s.last_error.unwrap_or_default().contains("does not fall back to the tag"));
+    tokio::time::sleep(Duration::from_secs(4)).await; // past the first retries (1 s, 2 s)
+    let s = rps(&client).get(&name).await?.status.unwrap_or_default();
+    assert!(s.active_digest.is_none() && !ready(&s), "fell back to the tag: {s:?}\n{}", host.log());
+    Ok(())
+}
+
+/// Issue 35 (6): one patch narrows `grants.namespaces` and sets a memory limit above the host's
+/// `--plugin-memory-max`. The new version cannot load (Degraded Invalid), and the running one
+/// must not keep the broader grants: it runs on under the narrower ones.
+#[tokio::test(flavor = "multi_thread")]
+async fn revoking_a_namespace_takes_effect_even_when_the_reload_fails_for_another_reason() -> anyhow::Result<()> {
+    let plane = ControlPlane::shared(Mode::Api)?;
+    let client = plane.client().await?;
+    let (a, b) = (plane.namespace("rp-revoke-a")?, plane.namespace("rp-revoke-b")?);
+    let reg = Registry::start()?;
+    let hp = reg.host_port();
+    push(&hp, Path::new(plugins::GUEST_FOO), &format!("{hp}/guest-foo:v1"))?;
+    let name = format!("guest-foo-{a}");
+    let grants = |namespaces: &[&String]| {
+        let mut g = foo_grants("samplecontroller.k8s.io/v1alpha1");
+        g["namespaces"] = json!(namespaces);
+        g
+    };
+    let spec = json!({ "source": { "oci": format!("{hp}/guest-foo:v1") }, "grants": grants(&[&a, &b]) });
+    apply_rp(&client, &name, &a, spec).await?;
+    let host = rp_host(plane, &a, &hp, &[])?;
+    status_where(&client, &name, "Ready", Duration::from_secs(60), ready).await?;
+    create_foo(&client, &b, "before", "dep-before", Some(1)).await?;
+    deployment_where(&client, &b, "dep-before", "positive control: b is granted at first", |_| true).await?;
+
+    patch_spec(&client, &name, json!({ "grants": grants(&[&a]), "limits": { "memory": "64Gi" } })).await?;
+    let s =
+        status_where(&client, &name, "Degraded Invalid", Duration::from_secs(60), |s| degraded(s) == Some("Invalid"))
+            .await?;
+    assert!(s.last_error.unwrap_or_default().contains("plugin-memory-max"));
+    let since = plane.audited("kwop/").len();
+    create_foo(&client, &a, "after", "dep-after", Some(1)).await?;
+    create_foo(&client, &b, "after", "dep-after-b", Some(1)).await?;
+    set_replicas(&client, &b, "before", 3).await?;
+    deployment_where(&client, &a, "dep-after", "the running version still reconciles in a", |_| true).await?;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let in_b: Vec<_> = plane.audited("kwop/").into_iter().skip(since).filter(|w| w.namespace == b).collect();
+    assert!(in_b.is_empty(), "writes in the revoked namespace: {in_b:?}\n{}", host.log());
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), &b);
+    assert!(deployments.get_opt("dep-after-b").await?.is_none(), "a Foo in the revoked namespace reconciled");
     Ok(())
 }

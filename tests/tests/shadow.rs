@@ -60,7 +60,7 @@ fn kwop_writes(plane: &ControlPlane, ns: &str) -> Vec<String> {
     plane
         .audited("kwop/")
         .into_iter()
-        .filter(|w| w.namespace == ns && w.resource != "events")
+        .filter(|w| w.namespace == ns)
         .map(|w| format!("{} {} {}", w.verb, w.resource, w.name))
         .collect()
 }
@@ -124,6 +124,10 @@ async fn a_candidate_like_the_active_version_agrees_and_v2_differs_on_every_foo_
     // outcome differs by v2's annotation, and nothing v2 decided reaches the cluster.
     tokio::time::sleep(Duration::from_secs(2)).await;
     let before = kwop_writes(plane, &ns);
+    // Positive control: the audit log sees kwop's writes here (v1's Deployments, statuses, events).
+    for what in ["deployments", "foos", "events"] {
+        assert!(before.iter().any(|w| w.contains(what)), "no {what} write seen: {before:?}");
+    }
     // As docs/roll-out.md shows it: kubectl patch, then kubectl get of status.candidate.
     let shown = shadow_as_the_guide_shows(plane, &name, &format!("{hp}/guest-foo:v2"))?;
     assert!(shown.contains("\"identical\""), "the guide's kubectl get shows status.candidate: {shown}");

@@ -1,6 +1,14 @@
 //! The webhook endpoint: `POST /validate/<plugin>` over HTTPS, an `admission.k8s.io/v1`
 //! AdmissionReview in, one out. TLS handshakes run off the accept loop (a slow client delays
 //! nobody), with the certificate [`super::certs`] keeps current.
+//!
+//! The port does not authenticate its callers (keep it reachable from the API server only, e.g.
+//! with a NetworkPolicy), so what one can cost is bounded: [`MAX_CONNECTIONS`] connections (more
+//! wait in the listen backlog), [`MAX_IN_FLIGHT`] requests read and decided at once, bodies of at
+//! most [`MAX_BODY`], and a whole request — waiting for a slot, an instance, the memory budget —
+//! within the webhook's timeout. A path naming no validating plugin is counted under one metric
+//! label, [`UNKNOWN`]. The namespace a request names is where `validate`'s reads answer (as
+//! for the object's reconcile): a caller other than the API server could choose it.
 
 use super::certs::Resolver;
 use super::decide::{self, Verdict};
@@ -8,8 +16,7 @@ use super::Registry;
 use crate::plugin::{AdmissionRequest, CacheView, CallSpec, Operation};
 use crate::telemetry::Metrics;
 use crate::watch::view::RecordingCache;
-use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Request, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
@@ -20,27 +27,32 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
 
 /// How long a client has for its TLS handshake.
 const HANDSHAKE: Duration = Duration::from_secs(10);
-/// Largest AdmissionReview read (the API server sends at most ~3 MiB: object and old object).
-const MAX_BODY: usize = 8 << 20;
+/// Largest AdmissionReview read: an object and its old version, each at most etcd's 1.5 MiB.
+pub const MAX_BODY: usize = 4 << 20;
+/// Connections served at once.
+pub const MAX_CONNECTIONS: usize = 128;
+/// Requests read, parsed and decided at once; more wait (within the webhook's timeout).
+pub const MAX_IN_FLIGHT: usize = 16;
+/// The metric label of requests for a plugin that does not validate here.
+pub const UNKNOWN: &str = "(unknown)";
 
 #[derive(Clone)]
 struct AppState {
     registry: Arc<Registry>,
     metrics: Arc<Metrics>,
+    in_flight: Arc<Semaphore>,
 }
 
 /// The webhook's routes.
 pub fn router(registry: Arc<Registry>, metrics: Arc<Metrics>) -> Router {
-    Router::new()
-        .route("/validate/{plugin}", post(validate))
-        .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY))
-        .with_state(AppState { registry, metrics })
+    let in_flight = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
+    Router::new().route("/validate/{plugin}", post(validate)).with_state(AppState { registry, metrics, in_flight })
 }
 
 /// Serves the webhook on `addr` until `shutdown`, with certificates from `resolver`.
@@ -62,17 +74,60 @@ pub async fn serve(
     Ok(())
 }
 
+/// A connection holding one of the [`MAX_CONNECTIONS`] permits while it is open.
+struct Limited {
+    io: TlsStream<TcpStream>,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl tokio::io::AsyncRead for Limited {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl tokio::io::AsyncWrite for Limited {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+}
+
 /// Accepted TLS connections, handshaken in their own tasks.
 struct TlsListener {
-    rx: mpsc::Receiver<(TlsStream<TcpStream>, SocketAddr)>,
+    rx: mpsc::Receiver<(Limited, SocketAddr)>,
     addr: SocketAddr,
 }
 
 impl TlsListener {
     fn start(tcp: TcpListener, acceptor: TlsAcceptor, addr: SocketAddr) -> Self {
         let (tx, rx) = mpsc::channel(64);
+        let connections = Arc::new(Semaphore::new(MAX_CONNECTIONS));
         tokio::spawn(async move {
             loop {
+                // At the limit, new connections wait in the listen backlog.
+                let Ok(permit) = connections.clone().acquire_owned().await else { return };
                 let (stream, peer) = match tcp.accept().await {
                     Ok(c) => c,
                     Err(e) => {
@@ -87,8 +142,8 @@ impl TlsListener {
                 let (acceptor, tx) = (acceptor.clone(), tx.clone());
                 tokio::spawn(async move {
                     match tokio::time::timeout(HANDSHAKE, acceptor.accept(stream)).await {
-                        Ok(Ok(tls)) => {
-                            let _ = tx.send((tls, peer)).await;
+                        Ok(Ok(io)) => {
+                            let _ = tx.send((Limited { io, _permit: permit }, peer)).await;
                         }
                         Ok(Err(e)) => tracing::debug!(%peer, "webhook TLS handshake failed: {e}"),
                         Err(_) => tracing::debug!(%peer, "webhook TLS handshake timed out"),
@@ -101,7 +156,7 @@ impl TlsListener {
 }
 
 impl axum::serve::Listener for TlsListener {
-    type Io = TlsStream<TcpStream>;
+    type Io = Limited;
     type Addr = SocketAddr;
 
     async fn accept(&mut self) -> (Self::Io, Self::Addr) {
@@ -121,7 +176,22 @@ fn respond(resp: AdmissionResponse) -> Response {
     Json(resp.into_review()).into_response()
 }
 
-async fn validate(State(s): State<AppState>, Path(name): Path<String>, body: Bytes) -> Response {
+async fn validate(State(s): State<AppState>, Path(name): Path<String>, request: Request) -> Response {
+    let started = Instant::now();
+    let timeout = s.registry.config().timeout;
+    // The path is the caller's: a metric label only once it names a plugin that validates here.
+    let label = if s.registry.get(&name).is_some() { name.as_str() } else { UNKNOWN };
+    let Ok(Ok(_slot)) = tokio::time::timeout(timeout, s.in_flight.clone().acquire_owned()).await else {
+        s.metrics.admission.get_or_create(&Metrics::result_labels(label, "busy")).inc();
+        return (StatusCode::SERVICE_UNAVAILABLE, "the webhook is busy").into_response();
+    };
+    let body = match axum::body::to_bytes(request.into_body(), MAX_BODY).await {
+        Ok(b) => b,
+        Err(e) => {
+            return (StatusCode::PAYLOAD_TOO_LARGE, format!("body not read (at most {MAX_BODY} bytes): {e}"))
+                .into_response()
+        }
+    };
     let review: AdmissionReview<DynamicObject> = match serde_json::from_slice(&body) {
         Ok(r) => r,
         Err(e) => {
@@ -136,11 +206,11 @@ async fn validate(State(s): State<AppState>, Path(name): Path<String>, body: Byt
             return (StatusCode::BAD_REQUEST, Json(AdmissionResponse::invalid(msg).into_review())).into_response();
         }
     };
-    let started = Instant::now();
-    let (verdict, policy_label) = decide_request(&s.registry, &name, &req).await;
+    let deadline = tokio::time::Instant::from_std(started) + s.registry.config().call_deadline();
+    let (verdict, policy_label) = decide_request(&s.registry, &name, &req, deadline).await;
     let m = &s.metrics;
-    m.admission.get_or_create(&Metrics::result_labels(&name, verdict.label())).inc();
-    m.admission_seconds.get_or_create(&Metrics::plugin(&name)).observe(started.elapsed().as_secs_f64());
+    m.admission.get_or_create(&Metrics::result_labels(label, verdict.label())).inc();
+    m.admission_seconds.get_or_create(&Metrics::plugin(label)).observe(started.elapsed().as_secs_f64());
     let object = format!("{}/{}", req.namespace.as_deref().unwrap_or(""), req.name);
     match verdict.label() {
         "denied" => tracing::info!(plugin = %name, %object, "admission denied: {}", verdict.message()),
@@ -164,6 +234,7 @@ async fn decide_request(
     registry: &Registry,
     name: &str,
     req: &admission::AdmissionRequest<DynamicObject>,
+    deadline: tokio::time::Instant,
 ) -> (Verdict, &'static str) {
     let default = registry.config().failure_policy;
     let Some(v) = registry.get(name) else {
@@ -215,7 +286,11 @@ async fn decide_request(
         clock_read: None,
     };
     let view = Arc::new(RecordingCache::new(v.caches.clone(), ns, v.plugin.grants.clone()));
-    let deadline = Some(registry.config().call_deadline());
-    let r = v.plugin.validate(request, spec, view as Arc<dyn CacheView>, deadline).await;
+    // The webhook's timeout bounds the whole request: waiting for an instance and the memory
+    // budget included, not only the call.
+    let call = v.plugin.validate(request, spec, view as Arc<dyn CacheView>, Some(registry.config().call_deadline()));
+    let r = tokio::time::timeout_at(deadline, call).await.unwrap_or_else(|_| {
+        Err(crate::plugin::CallError::Instantiate("no instance free within the webhook's timeout".into()))
+    });
     (decide::verdict(name, r, policy), policy.as_str())
 }

@@ -137,6 +137,43 @@ impl Inner {
         Next::Done
     }
 
+    /// A primary in a namespace the plugin is not (or no longer) granted: left alone, except that
+    /// one being deleted with the plugin's finalizer on it has it taken off without `finalize` (the
+    /// plugin may not act there), with a Warning event saying so: the deletion never hangs on it.
+    pub(super) async fn outside_grants(&self, key: &ObjectKey, plugin: &LoadedPlugin) -> Next {
+        let Some(cached) = self.primary.get(key.namespace.as_deref(), &key.name) else {
+            return Next::Done;
+        };
+        let finalizer = plugin.info.finalizer();
+        if !cached.deleting() || !cached.has_finalizer(&finalizer) {
+            return Next::Done;
+        }
+        if let Some(shard) = &self.shared.shard {
+            let _held = shard.enter().await;
+            if !shard.holds(cached.namespace(), cached.uid()) {
+                return Next::Done;
+            }
+        }
+        if self.finalized_at(key).as_deref() == Some(cached.resource_version()) {
+            return Next::Done;
+        }
+        let primary = cached.object();
+        let message = format!(
+            "namespace {:?} is not among the namespaces plugin {} is granted: its finalizer {finalizer} is removed \
+             without running finalize (what it made for this object is left in place)",
+            key.namespace.as_deref().unwrap_or_default(),
+            plugin.info.name
+        );
+        tracing::warn!(object = %key, "{message}");
+        match self.keep_finalizer_off(key, &primary, plugin).await {
+            Ok(_) => {
+                self.report(&primary, &[warning(finalize::REASON_NOT_GRANTED, message)], true).await;
+                Next::Done
+            }
+            Err(next) => next,
+        }
+    }
+
     /// Takes the finalizer off after `finalize` said done, remembering the version it was taken
     /// off (so a cache that has not caught up does not finalize a second time).
     async fn keep_finalizer_off(

@@ -63,9 +63,10 @@ impl Inner {
     async fn reconcile_inner(self: &Arc<Self>, key: &ObjectKey, plugin: Arc<crate::plugin::LoadedPlugin>) -> Next {
         let name = plugin.info.name.as_str();
         let m = &self.shared.metrics;
-        // Outside the namespaces the admin granted: not this plugin's to touch.
+        // Outside the namespaces the admin granted: not this plugin's to touch (but a deletion
+        // is not left hanging on its finalizer: `controller::finalizing`).
         if !plugin.grants.namespaces.acts_on(key.namespace.as_deref()) {
-            return Next::Done;
+            return self.outside_grants(key, &plugin).await;
         }
         // The primary is gone: nothing to do (what it owned by reference goes with it through
         // the garbage collector, as in sample-controller; what it owned by labels its

@@ -78,10 +78,15 @@ impl Inner {
             name: &cached.key().name,
             plugin: &plugin.info.name,
         };
+        // Objects in a namespace the plugin is no longer granted are not its to see or delete
+        // (issue 35: a copy there, deleted, made the fence refuse the whole outcome, every time).
+        let granted = |o: &Cached| o.namespace().is_none_or(|n| plugin.grants.namespaces.writes_in(n));
         let mut seen = Seen::default();
         for g in &plugin.info.owns {
             for o in self.caches.belonging_to(g, &owner, plugin.info.owns_across(g)) {
-                seen.record(g, &o);
+                if granted(&o) {
+                    seen.record(g, &o);
+                }
             }
         }
         seen
@@ -92,7 +97,9 @@ impl Inner {
     fn check(&self, cached: &Arc<Cached>, plugin: &Arc<LoadedPlugin>) -> Check {
         let key = cached.key();
         if !plugin.grants.namespaces.acts_on(key.namespace.as_deref()) {
-            return Check::Skip;
+            // One being deleted may still carry the plugin's finalizer: it is released there.
+            let held = cached.deleting() && cached.has_finalizer(&plugin.info.finalizer());
+            return if held { Check::Queue } else { Check::Skip };
         }
         if let Some(shard) = &self.shared.shard {
             if !shard.holds(cached.namespace(), cached.uid()) {

@@ -127,6 +127,30 @@ impl Supervisor {
             Ok(p) => p,
             Err(e) => return self.load_failed(&file, e.label(), e.to_string()),
         };
+        // Another name for the same primary kind is a new version renaming the plugin (another
+        // kind too is another plugin in the same place: as a removal and an addition).
+        let renamed = |g: &&Arc<LoadedPlugin>| {
+            g.info.name != plugin.info.name && g.info.primary.same_group_kind(&plugin.info.primary)
+        };
+        if let Some(old) = slot.good.as_ref().filter(renamed) {
+            let msg = format!(
+                "the new version's info() says its name is {:?}, the running version's is {:?}: a plugin's name is its \
+                 finalizer (kwop.dev/<name>), its objects' tracking label and its field manager, so a version that \
+                 changes it is refused and the running one is kept (to rename: remove this plugin, then add the \
+                 renamed one)",
+                plugin.info.name, old.info.name
+            );
+            if let Some(rp) = file.strip_prefix("reconcilerplugin/") {
+                let reference = k8s_openapi::api::core::v1::ObjectReference {
+                    api_version: Some("kwop.dev/v1alpha1".into()),
+                    kind: Some("ReconcilerPlugin".into()),
+                    name: Some(rp.into()),
+                    ..Default::default()
+                };
+                crate::report::host_warning(&self.shared.client, reference, "Renamed", &msg);
+            }
+            return self.load_failed(&file, "renamed", msg);
+        }
         let entry = slot.entry.clone();
         match entry.as_ref().and_then(|e| e.grants.clone()) {
             Some(g) => {
@@ -190,6 +214,7 @@ impl Supervisor {
     }
 
     pub(super) fn load_failed(&mut self, file: &str, reason: &str, msg: String) {
+        self.regrant_running(file);
         let kept =
             self.slots.get(file).and_then(|s| s.good.as_ref()).map(|g| format!("{} {}", g.info.name, g.info.version));
         match &kept {
@@ -206,6 +231,31 @@ impl Supervisor {
         self.shared.health.set_rejected(file, msg.clone());
         let state = State::Rejected { reason: reason_of_load_label(reason), message: msg, kept: kept.is_some() };
         self.report(file, state);
+    }
+
+    /// A reload that failed (invalid limits, a bad component...) must not leave the running version
+    /// under grants the admin has since changed (issue 35: a narrowing failed open): it runs on
+    /// under the entry's grants, or stops if what it declares goes beyond them.
+    fn regrant_running(&mut self, file: &str) {
+        let Some(slot) = self.slots.get_mut(file) else { return };
+        let (Some(good), Some(grants)) = (slot.good.clone(), slot.entry.as_ref().and_then(|e| e.grants.clone())) else {
+            return;
+        };
+        if good.grants == grants {
+            return;
+        }
+        match grants.check(&good.info) {
+            Ok(()) => {
+                tracing::warn!(file, plugin = %good.info.name, "the new version was not loaded; the running one takes the new grants");
+                slot.good = Some(Arc::new(good.with_grants(grants)));
+                self.shared.candidates.set(file, None);
+            }
+            Err(m) => {
+                tracing::error!(file, plugin = %good.info.name, "the new version was not loaded and the running one is not allowed by the new grants: stopped ({m})");
+                slot.good = None;
+            }
+        }
+        self.drive(file);
     }
 
     /// Checks a candidate against the active version it is to shadow: the same grants, and only

@@ -183,6 +183,15 @@ fn decode_intent(i: usize, text: &str) -> Result<Intent, Rejection> {
             format!("apply[{i}] ({kind} {name:?}) sets metadata.{key}; keys under kwop.dev/ are set by the host"),
         ));
     }
+    if let Some(key) = tracking::nested_host_key(&body) {
+        return Err(reject(
+            RejectReason::Forbidden,
+            format!(
+                "apply[{i}] ({kind} {name:?}) sets {key}; keys under kwop.dev/ are set by the host, and objects made \
+                 from a template inherit its metadata"
+            ),
+        ));
+    }
     for f in ["uid", "resourceVersion", "managedFields", "deletionTimestamp"] {
         if meta.is_some_and(|m| m.contains_key(f)) {
             return Err(reject(

@@ -167,6 +167,24 @@ impl LoadedPlugin {
         })
     }
 
+    /// The same component under other grants, without a candidate (one is attached at the next
+    /// load): how a reload that failed still takes the admin's new grants into effect.
+    pub fn with_grants(&self, grants: Arc<crate::source::grants::Grants>) -> LoadedPlugin {
+        LoadedPlugin {
+            info: self.info.clone(),
+            sha256: self.sha256.clone(),
+            source: self.source.clone(),
+            limits: self.limits.clone(),
+            from_cache: self.from_cache,
+            grants,
+            shadow: None,
+            engine: self.engine.clone(),
+            pre: self.pre.clone(),
+            readable: self.readable.clone(),
+            name: self.name.clone(),
+        }
+    }
+
     pub(crate) fn name_arc(&self) -> Arc<str> {
         self.name.clone()
     }

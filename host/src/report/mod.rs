@@ -34,6 +34,24 @@ pub const REASON_WRITE_FAILED: &str = "WriteFailed";
 /// primary's deletion waits.
 pub const REASON_FINALIZE_FAILED: &str = "FinalizeFailed";
 
+/// Publishes one Warning event about `reference` as `kwop` itself, in the background: matters of
+/// the host's, not of a plugin's reconcile (a pin ignored, a swap refused). Failures are logged.
+pub fn host_warning(client: &Client, reference: ObjectReference, reason: &str, note: &str) {
+    let recorder = Recorder::new(client.clone(), "kwop".into());
+    let ev = Event {
+        type_: EventType::Warning,
+        reason: reason.into(),
+        note: Some(truncate(note, NOTE_MAX)),
+        action: "Load".into(),
+        secondary: None,
+    };
+    tokio::spawn(async move {
+        if let Err(e) = recorder.publish(&ev, &reference).await {
+            tracing::debug!(reason = %ev.reason, "event not recorded: {e}");
+        }
+    });
+}
+
 /// How long an identical Warning is not repeated on the same object.
 pub const WARNING_REPEAT: Duration = Duration::from_secs(300);
 /// Events one object may get at once (client-go's `EventSourceObjectSpamFilter`: 25).

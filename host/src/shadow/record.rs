@@ -8,8 +8,9 @@
 //! - `call.json`: plugin name, version and sha256, the object, and the reconcile's start
 //!   (`startedAtUnixNanos`, the plugin's wall clock for the call).
 //!
-//! Writing happens off the reconcile path; once the recordings of this process reach
-//! `--record-max`, recording stops (logged once).
+//! Writing happens off the reconcile path, owner-only (folders 0700, files 0600: a recording
+//! holds what the plugin read, Secrets included); once the folder's recordings — earlier runs'
+//! counted — reach `--record-max`, recording stops (logged once).
 
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -53,10 +54,12 @@ fn safe(s: &str) -> String {
 }
 
 impl Recorder {
-    /// A recorder writing into `dir` (created if needed).
+    /// A recorder writing into `dir` (created owner-only if needed). What earlier runs left there
+    /// counts against `max_bytes`.
     pub fn new(dir: PathBuf, max_bytes: u64) -> std::io::Result<Self> {
-        std::fs::create_dir_all(&dir)?;
-        Ok(Recorder { dir, max_bytes, used: AtomicU64::new(0), seq: AtomicU64::new(0), full: AtomicBool::new(false) })
+        private_dir(&dir)?;
+        let used = AtomicU64::new(bytes_under(&dir));
+        Ok(Recorder { dir, max_bytes, used, seq: AtomicU64::new(0), full: AtomicBool::new(false) })
     }
 
     /// The files of one recording, by name.
@@ -102,12 +105,15 @@ impl Recorder {
         let (ns, name) = r.object.split_once('/').unwrap_or(("", r.object.as_str()));
         let folder = self.dir.join(safe(&r.plugin)).join(format!("{ms}-{seq:06}-{}.{}", safe(ns), safe(name)));
         let work = move || -> std::io::Result<()> {
-            std::fs::create_dir_all(&folder)?;
+            if let Some(plugin) = folder.parent() {
+                private_dir(plugin)?;
+            }
+            private_dir(&folder)?;
             // expected.json last: a folder is a fixture once it is there.
             for (name, text) in files.iter().filter(|(n, _)| **n != "expected.json") {
-                std::fs::write(folder.join(name), text)?;
+                private_file(&folder.join(name), text)?;
             }
-            std::fs::write(folder.join("expected.json"), &files["expected.json"])
+            private_file(&folder.join("expected.json"), &files["expected.json"])
         };
         tokio::task::spawn_blocking(move || {
             if let Err(e) = work() {
@@ -116,6 +122,34 @@ impl Recorder {
         });
         true
     }
+}
+
+/// Creates `dir` (and its parents) readable by its owner only: recordings hold what a plugin
+/// read, Secrets included, whatever the umask.
+fn private_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
+}
+
+/// Writes `text` to a new file readable by its owner only.
+fn private_file(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)?;
+    f.write_all(text.as_bytes())
+}
+
+/// Bytes of the files under `dir`, recursively (what earlier runs recorded).
+fn bytes_under(dir: &std::path::Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    entries
+        .flatten()
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => bytes_under(&e.path()),
+            Ok(t) if t.is_file() => e.metadata().map(|m| m.len()).unwrap_or(0),
+            _ => 0,
+        })
+        .sum()
 }
 
 /// The reconcile start a recording's `call.json` gives.
@@ -128,9 +162,8 @@ pub fn started_at(call: &Value) -> Option<SystemTime> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_recording_is_a_fixture_with_its_call() {
-        let r = Recording {
+    fn recording() -> Recording {
+        Recording {
             plugin: "p".into(),
             version: "1".into(),
             sha256: "ab".into(),
@@ -142,12 +175,59 @@ mod tests {
             ],
             started_at: SystemTime::UNIX_EPOCH + std::time::Duration::from_nanos(1_700_000_000_123_456_789),
             result: json!({ "apply": [] }),
-        };
+        }
+    }
+
+    #[test]
+    fn a_recording_is_a_fixture_with_its_call() {
+        let r = recording();
         let f = Recorder::files(&r);
         let observed: Value = serde_json::from_str(&f["observed.yaml"]).expect("json");
         assert_eq!(observed.as_array().map(Vec::len), Some(1), "one copy of each object");
         let call: Value = serde_json::from_str(&f["call.json"]).expect("json");
         assert_eq!(started_at(&call), Some(r.started_at));
         assert_eq!(call["sha256"], "ab");
+    }
+
+    fn modes(dir: &std::path::Path, out: &mut Vec<(PathBuf, u32)>) {
+        use std::os::unix::fs::PermissionsExt;
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            out.push((e.path(), e.metadata().map(|m| m.permissions().mode() & 0o777).unwrap_or(0)));
+            if e.path().is_dir() {
+                modes(&e.path(), out);
+            }
+        }
+    }
+
+    /// Issue 35 (8): recordings hold Secret data (a plugin's reads): owner-only on disk, whatever
+    /// the umask; and `--record-max` counts what earlier runs left in the folder.
+    #[tokio::test]
+    async fn recordings_are_owner_only_and_the_cap_counts_across_restarts() {
+        let dir = std::env::temp_dir().join(format!("kwop-record-modes-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let r = Recorder::new(dir.clone(), 1 << 20).expect("recorder");
+        assert!(r.record(&recording()));
+        let written = || {
+            let folders = std::fs::read_dir(dir.join("p")).into_iter().flatten().flatten();
+            folders.into_iter().any(|e| e.path().join("expected.json").exists())
+        };
+        for _ in 0..200 {
+            if written() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        let mut found = Vec::new();
+        modes(&dir, &mut found);
+        assert_eq!(found.len(), 6, "{found:?}");
+        for (path, mode) in &found {
+            let want = if path.is_dir() { 0o700 } else { 0o600 };
+            assert_eq!(*mode, want, "{} is {mode:o}", path.display());
+        }
+        // A restart with a cap below what is there already records nothing.
+        let used: u64 = Recorder::files(&recording()).values().map(|t| t.len() as u64).sum();
+        let again = Recorder::new(dir.clone(), used + used / 2).expect("recorder");
+        assert!(!again.record(&recording()), "the cap forgot the earlier run's bytes");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -74,6 +74,7 @@ pub fn reason_of_load_label(label: &str) -> &'static str {
     match label {
         "forbidden" => "Forbidden",
         "conflict" => "Conflict",
+        "renamed" => "Renamed",
         _ => "Invalid",
     }
 }

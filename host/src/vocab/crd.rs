@@ -161,7 +161,7 @@ pub struct ReconcilerPluginStatus {
     /// Ready (the plugin runs and its caches are synced) and Degraded (something is wrong; the
     /// last good version, if any, keeps running). Reasons: Pulling, Loading, Running, Suspended,
     /// NotFound, DigestMismatch, Unauthorized, Unreachable, NotAComponent, TooLarge,
-    /// InvalidReference, InvalidSpec, Invalid, Forbidden, Conflict, Starting.
+    /// InvalidReference, InvalidSpec, Invalid, Forbidden, Conflict, Renamed, Starting.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
     /// The source as resolved.

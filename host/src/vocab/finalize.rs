@@ -13,6 +13,9 @@ pub const CONDITION: &str = "Finalized";
 pub const REASON_FAILED: &str = "FinalizeFailed";
 /// Its reason while `finalize` keeps saying not yet for longer than [`PATIENCE`].
 pub const REASON_WAITING: &str = "FinalizeWaiting";
+/// Warning event: a primary in a namespace the plugin is no longer granted was deleted; its
+/// finalizer was taken off without `finalize`.
+pub const REASON_NOT_GRANTED: &str = "FinalizerReleased";
 /// How long a deletion may wait on `finalize` saying not yet before the host says so (the
 /// default of `--finalize-patience`).
 pub const PATIENCE: std::time::Duration = std::time::Duration::from_secs(120);

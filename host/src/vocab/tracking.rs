@@ -112,6 +112,32 @@ pub fn host_key(meta: &Map<String, Value>) -> Option<String> {
     })
 }
 
+/// The first label or annotation key under [`HOST_PREFIX`] in a `metadata` nested anywhere
+/// below the top of `body` (pod templates, `volumeClaimTemplates`, a CronJob's `jobTemplate`...:
+/// the objects made from them inherit that metadata), as its path: `spec.template.metadata.labels.<key>`.
+pub fn nested_host_key(body: &Value) -> Option<String> {
+    // Depth is bounded by the JSON parser's recursion limit (128).
+    fn walk(v: &Value, path: &str) -> Option<String> {
+        let join = |k: &str| if path.is_empty() { k.to_string() } else { format!("{path}.{k}") };
+        match v {
+            Value::Object(m) => m.iter().find_map(|(k, child)| {
+                if k == "metadata" {
+                    if path.is_empty() {
+                        return None; // the top's: checked on its own
+                    }
+                    if let Some(key) = child.as_object().and_then(host_key) {
+                        return Some(format!("{}.{key}", join(k)));
+                    }
+                }
+                walk(child, &join(k))
+            }),
+            Value::Array(items) => items.iter().enumerate().find_map(|(i, c)| walk(c, &format!("{path}[{i}]"))),
+            _ => None,
+        }
+    }
+    walk(body, "")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -93,13 +93,12 @@ impl RecordingCache {
         }
     }
 
-    /// Whether `kind` may be read in `ns`: where the grants let the plugin read, and for a kind
-    /// owned across namespaces also wherever it may write it (to see what is there before it
-    /// writes: its own copy, or someone else's object it must leave alone).
-    fn may_read(&self, kind: &Gvk, ns: Option<&str>) -> bool {
-        let g = &self.grants;
-        g.namespaces.reads_in(self.primary_namespace.as_deref(), ns)
-            || (g.across.iter().any(|a| a.same_group_kind(kind)) && ns.is_none_or(|n| g.namespaces.writes_in(n)))
+    /// Whether `kind` may be read in `ns`: where the grants let the plugin read, for every kind.
+    /// Owning a kind across namespaces lets a plugin write it elsewhere, not read it there (issue
+    /// 35: one owning Secrets across namespaces read kube-system's): its own copies come in the
+    /// request's owned objects, and the write fence checks what is there before any write.
+    fn may_read(&self, ns: Option<&str>) -> bool {
+        self.grants.namespaces.reads_in(self.primary_namespace.as_deref(), ns)
     }
 
     /// What was read so far.
@@ -115,7 +114,7 @@ impl RecordingCache {
     /// object counts as in itself, so one the plugin is not granted is not there either).
     fn object(&self, kind: &Gvk, ns: Option<&str>, name: &str) -> Option<Arc<Cached>> {
         let within = if is_namespace(kind) { Some(name) } else { ns };
-        if !self.may_read(kind, within) {
+        if !self.may_read(within) {
             return None;
         }
         self.inner.kind(kind)?.get(ns, name)
@@ -123,15 +122,15 @@ impl RecordingCache {
 
     /// The objects a query answers with (nothing outside the granted namespaces).
     fn query_readable(&self, kind: &Gvk, namespace: Option<&str>, selector: &Selector) -> Vec<Arc<Cached>> {
-        let mut found = if namespace.is_none() || self.may_read(kind, namespace) {
+        let mut found = if namespace.is_none() || self.may_read(namespace) {
             self.inner.query_objects(kind, namespace, selector)
         } else {
             Vec::new()
         };
         if is_namespace(kind) {
-            found.retain(|o| self.may_read(kind, Some(o.name())));
+            found.retain(|o| self.may_read(Some(o.name())));
         } else {
-            found.retain(|o| self.may_read(kind, o.namespace()));
+            found.retain(|o| self.may_read(o.namespace()));
         }
         found
     }
@@ -210,7 +209,7 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn reads_stay_within_the_grants_namespace_objects_included_and_an_across_kind_reaches_where_it_writes() {
+    fn reads_stay_within_the_grants_namespace_objects_and_kinds_owned_across_namespaces_included() {
         use crate::vocab::grants::{Grants, Namespaces};
         use crate::watch::KindCache;
         let namespace = Gvk::new("", "v1", "Namespace");
@@ -254,9 +253,11 @@ mod tests {
         // A namespaced primary in a, own namespace only: its own Namespace object, its own ConfigMaps...
         let own = RecordingCache::new(caches.clone(), Some("a".into()), grants(Namespaces::Own, vec![]));
         assert_eq!((names(&own, &namespace), names(&own, &cm)), (vec!["/a".to_string()], vec!["a/x".to_string()]));
-        // ...unless the kind is owned across namespaces: then wherever it may write it.
+        // ...even for a kind it owns across namespaces (issue 35: writing in a namespace is no
+        // licence to read there; a plugin owning Secrets across namespaces read kube-system's).
         let across = RecordingCache::new(caches.clone(), Some("a".into()), grants(Namespaces::Own, vec![cm.clone()]));
-        assert_eq!(names(&across, &cm), ["a/x", "b/x", "c/x"]);
+        assert_eq!(names(&across, &cm), ["a/x"]);
+        assert!(across.get(&cm, Some("c"), "x").is_none() && across.get(&cm, Some("a"), "x").is_some());
         let bounded = RecordingCache::new(caches, Some("a".into()), grants(listed, vec![cm.clone()]));
         assert_eq!(names(&bounded, &cm), ["a/x", "b/x"]);
     }

@@ -258,6 +258,8 @@ async fn steady_kwop(
 ) -> Result<SteadyRun> {
     let resync = cfg.steady_resync_s;
     say(format!("steady: kwop --memoize={memoize}, resync {resync}s, window {window:?}"));
+    // Counted from before the process starts: what it writes before /readyz is start-up too.
+    let w_start = world::apiserver_writes(plane)?;
     let k = controllers::kwop(
         &cfg.kwop,
         plane,
@@ -265,7 +267,6 @@ async fn steady_kwop(
         &cache_dir(cfg),
         &[format!("--resync-period={resync}s"), format!("--memoize={memoize}")],
     )?;
-    let w_start = world::apiserver_writes(plane)?;
     wait_reconciled(&k, n, Duration::from_secs(300)).await?;
     tokio::time::sleep(Duration::from_secs(resync.min(5))).await;
     const CALLS: &str = "kwop_plugin_call_duration_seconds_count";

@@ -260,3 +260,62 @@ pub fn install(plane: &ControlPlane) -> anyhow::Result<()> {
     plane.kubectl_output(&["apply", "--server-side", "--force-conflicts", "-f", &example.display().to_string()])?;
     Ok(())
 }
+
+/// The "under load" of the swap tests: 200 Foos created in `ns` (`foo-<i>`, Deployment
+/// `dep-<i>`, 1 replica), each scaled to 2 ten creations later, paced so that it lasts seconds.
+pub struct FooLoad {
+    /// Writes done so far (400 in all).
+    pub writes: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    task: tokio::task::JoinHandle<anyhow::Result<()>>,
+}
+
+impl FooLoad {
+    /// All its writes.
+    pub const TOTAL: usize = 400;
+
+    /// Starts writing.
+    pub fn start(client: &Client, ns: &str) -> FooLoad {
+        let writes = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (client, ns, w) = (client.clone(), ns.to_string(), writes.clone());
+        let done = move || {
+            w.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        };
+        let task = tokio::spawn(async move {
+            let pace = || tokio::time::sleep(Duration::from_millis(10));
+            for i in 0..200 {
+                create_foo(&client, &ns, &format!("foo-{i}"), &format!("dep-{i}"), Some(1)).await?;
+                done();
+                if i >= 10 {
+                    set_replicas(&client, &ns, &format!("foo-{}", i - 10), 2).await?;
+                    done();
+                }
+                pace().await;
+            }
+            for i in 190..200 {
+                set_replicas(&client, &ns, &format!("foo-{i}"), 2).await?;
+                done();
+                pace().await;
+            }
+            anyhow::Ok(())
+        });
+        FooLoad { writes, task }
+    }
+
+    /// Writes done so far.
+    pub fn done(&self) -> usize {
+        self.writes.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Waits until `n` writes are done.
+    pub async fn reached(&self, n: usize) -> anyhow::Result<()> {
+        wait::until(&format!("{n} writes of the load"), Duration::from_secs(60), || async {
+            Ok((self.done() >= n).then_some(()))
+        })
+        .await
+    }
+
+    /// Waits for the rest of the load.
+    pub async fn finish(self) -> anyhow::Result<()> {
+        self.task.await?
+    }
+}

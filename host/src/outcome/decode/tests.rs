@@ -319,3 +319,31 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn the_hosts_labels_are_refused_nested_anywhere_in_an_intent() {
+    // Issue 35 (9): templates hand their metadata to the objects the API server's controllers
+    // make (PVCs from volumeClaimTemplates, Pods, Jobs); a kwop.dev/ key there forges tracking.
+    let ss = |meta: Value| {
+        json!({"apiVersion":"apps/v1","kind":"StatefulSet","metadata":{"name":"s"},
+            "spec":{"template":{"metadata":{"labels":{"app":"s"}}},
+                    "volumeClaimTemplates":[{"metadata":{"name":"data"}}, {"metadata": meta}]}})
+    };
+    let forged = json!({"name":"d2","labels":{"kwop.dev/owner-uid":"u1","kwop.dev/plugin":"p"}});
+    let e = decode(raw(vec![ss(forged).to_string()]), &OutcomeLimits::default()).expect_err("nested host label");
+    assert_eq!(e.reason, RejectReason::Forbidden);
+    assert!(e.message.contains("spec.volumeClaimTemplates[1].metadata.labels.kwop.dev/owner-uid"), "{}", e.message);
+    let ann = json!({"name":"d2","annotations":{"kwop.dev/owner":"ns/f"}});
+    assert!(decode(raw(vec![ss(ann).to_string()]), &OutcomeLimits::default()).is_err(), "nested host annotation");
+    let cron = json!({"apiVersion":"batch/v1","kind":"CronJob","metadata":{"name":"c"},"spec":{"jobTemplate":{
+        "metadata":{"labels":{"a":"b"}},
+        "spec":{"template":{"metadata":{"annotations":{"kwop.dev/owner":"x"}}}}}}});
+    let e = decode(raw(vec![cron.to_string()]), &OutcomeLimits::default()).expect_err("pod template in a job template");
+    assert!(e.message.contains("spec.jobTemplate.spec.template.metadata.annotations.kwop.dev/owner"), "{}", e.message);
+    // Other keys nested are fine, and so is a kwop.dev/ string that is a value, not a key.
+    assert!(decode(
+        raw(vec![ss(json!({"name":"d2","labels":{"app":"kwop.dev/x"}})).to_string()]),
+        &OutcomeLimits::default()
+    )
+    .is_ok());
+}

@@ -2,10 +2,10 @@
 //! its spec) or from a ConfigMap key, both in the host's own namespace.
 
 use super::super::oci::{self, Auth, OciConfig};
-use crate::vocab::crd::PluginSource;
+use crate::vocab::crd::{PluginSource, ReconcilerPlugin};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::Api;
-use kube::Client;
+use kube::{Client, Resource, ResourceExt};
 
 /// A fetched component.
 #[derive(Debug, Clone)]
@@ -76,9 +76,15 @@ pub async fn fetch(
             None => Auth::Anonymous,
         };
         let target = pinned.unwrap_or(reference.trim());
+        // A pinned pull that fails is retried as pinned: the tag may have moved since, and
+        // replicas must not run different digests (a new reference in the spec moves on).
+        let why_pinned = match pinned {
+            Some(_) => format!(" (the digest status.source.pinned recorded for {}; kwop does not fall back to the tag: to move on, point spec.source.oci at another reference)", reference.trim()),
+            None => String::new(),
+        };
         let p = oci::pull(target, &auth, cfg).await.map_err(|e| FetchError {
             reason: e.reason(),
-            message: e.to_string(),
+            message: format!("{e}{why_pinned}"),
             retry: e.is_transient() || e.reason() == "NotFound",
         })?;
         let sha256 = crate::plugin::loader::sha256_hex(&p.bytes);
@@ -145,10 +151,67 @@ async fn pull_auth(client: &Client, namespace: &str, name: &str, reference: &str
     oci::auth_from_docker_config(&json.0, &registry).map_err(|e| invalid(format!("{what}: {e}")))
 }
 
+/// The digest to pull for `key` after a restart: `status.source.pinned`, when it was recorded
+/// for this same source and passes [`check_pin`]. One that does not is ignored (the spec's
+/// reference is pulled), said in the log and in a Warning event `PinIgnored` on the object.
+pub fn pinned_of(client: &Client, rp: &ReconcilerPlugin, key: &str) -> Option<String> {
+    let s = rp.status.as_ref()?.source.as_ref()?;
+    let pinned = s.pinned.as_deref()?;
+    let reference = key.strip_prefix("oci:").filter(|_| s.reference == super::status::reference_of(key))?;
+    let why = match check_pin(reference, pinned) {
+        Ok(()) => return Some(pinned.to_string()),
+        Err(why) => why,
+    };
+    let note = format!("status.source.pinned ignored, {reference} is pulled instead: {why}");
+    tracing::warn!(reconcilerplugin = %rp.name_any(), "{note}");
+    crate::report::host_warning(client, rp.object_ref(&()), "PinIgnored", &note);
+    None
+}
+
+/// Whether `pinned` (from `status.source.pinned`, which anyone allowed to patch the status can
+/// write) may stand for the OCI reference `reference`: a digest, of the same registry and
+/// repository, and the reference's own digest if it has one. Otherwise why not.
+pub fn check_pin(reference: &str, pinned: &str) -> Result<(), String> {
+    let spec = oci::parse_reference(reference).map_err(|e| e.to_string())?;
+    let pin = oci::parse_reference(pinned).map_err(|e| e.to_string())?;
+    let Some(digest) = pin.digest() else {
+        return Err(format!("{pinned:?} is not a digest reference"));
+    };
+    if pin.tag().is_some() {
+        return Err(format!("{pinned:?} has a tag"));
+    }
+    if (pin.resolve_registry(), pin.repository()) != (spec.resolve_registry(), spec.repository()) {
+        return Err(format!("{pinned:?} is not in {reference:?}'s registry and repository"));
+    }
+    match spec.digest() {
+        Some(d) if d != digest => Err(format!("{pinned:?} is not the digest {reference:?} names")),
+        _ => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::vocab::crd::ConfigMapSource;
+
+    #[test]
+    fn a_pin_is_trusted_only_as_a_digest_of_the_specs_own_repository() {
+        let d = format!("sha256:{}", "a".repeat(64));
+        let e = format!("sha256:{}", "b".repeat(64));
+        assert_eq!(check_pin("reg:5000/team/p:v1", &format!("reg:5000/team/p@{d}")), Ok(()));
+        assert_eq!(check_pin("oci://reg:5000/team/p:v1", &format!("reg:5000/team/p@{d}")), Ok(()));
+        assert_eq!(check_pin(&format!("reg:5000/team/p@{d}"), &format!("reg:5000/team/p@{d}")), Ok(()));
+        for bad in [
+            format!("evil:5000/team/p@{d}"),    // another registry (the pull Secret would go there)
+            format!("reg:5000/team/other@{d}"), // another repository
+            "reg:5000/team/p:v2".to_string(),   // a tag
+            format!("reg:5000/team/p:v2@{d}"),  // a tag and a digest
+            "not a reference".to_string(),
+        ] {
+            assert!(check_pin("reg:5000/team/p:v1", &bad).is_err(), "{bad} trusted");
+        }
+        assert!(check_pin(&format!("reg:5000/team/p@{d}"), &format!("reg:5000/team/p@{e}")).is_err());
+    }
 
     #[test]
     fn a_source_names_exactly_one_place() {

@@ -78,6 +78,8 @@ struct Plugin {
     fetching: Option<(String, AbortHandle)>,
     fetch_error: Option<FetchError>,
     retry_at: Option<Instant>,
+    /// The digest fetched for `key` instead of its tag (after a restart).
+    pin: Option<String>,
     backoff: Duration,
     last_fetch: Option<Instant>,
     report: Option<Report>,
@@ -223,6 +225,7 @@ impl ClusterSource {
         let Ok(key) = key else { return };
         if p.key.as_deref() != Some(key.as_str()) {
             p.key = Some(key.clone());
+            p.pin = None;
             p.fetch_error = None;
             p.backoff = FIRST_BACKOFF;
             p.retry_at = None;
@@ -230,12 +233,12 @@ impl ClusterSource {
         let have = p.fetched.as_ref().is_some_and(|f| f.key == key);
         let under_way = p.fetching.as_ref().is_some_and(|(k, _)| *k == key);
         if !have && !under_way {
-            // After a restart, run what ran: the digest the status pinned for this same source.
-            let pinned = match (&p.fetched, rp.status.as_ref().and_then(|s| s.source.as_ref())) {
-                (None, Some(s)) if s.reference == status::reference_of(&key) => s.pinned.clone(),
-                _ => None,
-            };
-            self.start_fetch(&name, pinned);
+            // After a restart, run what ran: the digest the status pinned for this same source
+            // (checked: `fetch::pinned_of`), retried as pinned until the spec moves on.
+            if p.fetched.is_none() {
+                p.pin = fetch::pinned_of(&self.client, &rp, &key);
+            }
+            self.start_fetch(&name);
         }
     }
 
@@ -254,8 +257,9 @@ impl ClusterSource {
         true
     }
 
-    fn start_fetch(&mut self, name: &str, pinned: Option<String>) {
+    fn start_fetch(&mut self, name: &str) {
         let Some(p) = self.plugins.get_mut(name) else { return };
+        let pinned = p.pin.clone();
         let (Some(rp), Some(key)) = (p.obj.clone(), p.key.clone()) else { return };
         if let Some((_, h)) = p.fetching.take() {
             h.abort();
@@ -319,7 +323,7 @@ impl ClusterSource {
             })
             .map(|(n, _)| n.clone())
             .collect();
-        due.iter().for_each(|n| self.start_fetch(n, None));
+        due.iter().for_each(|n| self.start_fetch(n));
     }
 
     fn on_report(&mut self, r: Report) {
