@@ -169,7 +169,7 @@ impl LoadedPlugin {
 
     /// The same component under other grants, without a candidate (one is attached at the next
     /// load): how a reload that failed still takes the admin's new grants into effect.
-    pub fn with_grants(&self, grants: Arc<crate::source::grants::Grants>) -> LoadedPlugin {
+    pub fn with_grants(&self, grants: Arc<crate::vocab::grants::Grants>) -> LoadedPlugin {
         LoadedPlugin {
             info: self.info.clone(),
             sha256: self.sha256.clone(),
