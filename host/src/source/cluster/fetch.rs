@@ -151,13 +151,22 @@ async fn pull_auth(client: &Client, namespace: &str, name: &str, reference: &str
     oci::auth_from_docker_config(&json.0, &registry).map_err(|e| invalid(format!("{what}: {e}")))
 }
 
+/// The reference as shown in status, from a source key.
+pub fn reference_of(key: &str) -> String {
+    match key.split_once(':') {
+        Some(("oci", r)) => r.to_string(),
+        Some(("configmap", r)) => format!("configmap/{r}"),
+        _ => key.to_string(),
+    }
+}
+
 /// The digest to pull for `key` after a restart: `status.source.pinned`, when it was recorded
 /// for this same source and passes [`check_pin`]. One that does not is ignored (the spec's
 /// reference is pulled), said in the log and in a Warning event `PinIgnored` on the object.
 pub fn pinned_of(client: &Client, rp: &ReconcilerPlugin, key: &str) -> Option<String> {
     let s = rp.status.as_ref()?.source.as_ref()?;
     let pinned = s.pinned.as_deref()?;
-    let reference = key.strip_prefix("oci:").filter(|_| s.reference == super::status::reference_of(key))?;
+    let reference = key.strip_prefix("oci:").filter(|_| s.reference == reference_of(key))?;
     let why = match check_pin(reference, pinned) {
         Ok(()) => return Some(pinned.to_string()),
         Err(why) => why,

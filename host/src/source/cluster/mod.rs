@@ -268,9 +268,9 @@ impl ClusterSource {
             (self.client.clone(), self.cfg.clone(), self.done.0.clone(), name.to_string(), key.clone());
         // A ConfigMap source is read again every CONFIGMAP_POLL: only the first read is news.
         if p.fetched.as_ref().is_some_and(|f| f.key == key) {
-            tracing::debug!(reconcilerplugin = %name, source = %status::reference_of(&key), "reading the plugin's source again");
+            tracing::debug!(reconcilerplugin = %name, source = %fetch::reference_of(&key), "reading the plugin's source again");
         } else {
-            tracing::info!(reconcilerplugin = %name, source = %status::reference_of(&key), pinned = ?pinned, "fetching plugin");
+            tracing::info!(reconcilerplugin = %name, source = %fetch::reference_of(&key), pinned = ?pinned, "fetching plugin");
         }
         let task = tokio::spawn(async move {
             let r = fetch::fetch(&client, &cfg.namespace, &cfg.oci, &rp.spec.source, pinned.as_deref()).await;
@@ -339,7 +339,7 @@ impl ClusterSource {
             let (Some(rp), Some(f), Some((grants, limits))) = (&p.obj, &p.fetched, &p.valid) else { continue };
             let candidate = match (&rp.spec.candidate, self.plugins.get(&candidate_of(name))) {
                 (Some(_), Some(c)) => c.fetched.as_ref().map(|f| CandidateSource {
-                    origin: status::reference_of(&f.key).into(),
+                    origin: fetch::reference_of(&f.key).into(),
                     sha256: f.sha256.clone(),
                     bytes: f.bytes.clone(),
                 }),
@@ -351,7 +351,7 @@ impl ClusterSource {
                 key.clone(),
                 Entry {
                     key,
-                    origin: status::reference_of(&f.key).into(),
+                    origin: fetch::reference_of(&f.key).into(),
                     sha256: f.sha256.clone(),
                     bytes: f.bytes.clone(),
                     grants: Some(grants.clone()),

@@ -2,7 +2,7 @@
 //! reported: conditions Ready and Degraded with one reason each, the active digest, the
 //! plugin's identity and the last error.
 
-use super::fetch::{FetchError, Fetched};
+use super::fetch::{reference_of, FetchError, Fetched};
 use crate::shadow::stats::CandidateState;
 use crate::source::report::{Report, State};
 use crate::vocab::crd::{CandidateStatus, PluginIdentity, ReconcilerPluginStatus, ResolvedSource};
@@ -149,15 +149,6 @@ pub fn compute(k: &Known<'_>, old: Option<&ReconcilerPluginStatus>) -> Reconcile
         }),
         last_error: degraded.map(|(_, m)| truncate(m)),
         candidate: k.candidate.map(candidate),
-    }
-}
-
-/// The reference as shown in status, from a source key.
-pub fn reference_of(key: &str) -> String {
-    match key.split_once(':') {
-        Some(("oci", r)) => r.to_string(),
-        Some(("configmap", r)) => format!("configmap/{r}"),
-        _ => key.to_string(),
     }
 }
 
