@@ -65,11 +65,18 @@ impl<'a> Ring<'a> {
 
     /// Starts a replica named `name` and waits until it is ready.
     pub fn add(&mut self, name: &str) -> Result<()> {
+        let kubeconfig = self.kubeconfig.clone();
+        self.add_with_kubeconfig(name, &kubeconfig)
+    }
+
+    /// Starts a replica named `name` talking to the API server as `kubeconfig` says (e.g.
+    /// through a [`crate::proxy::Proxy`] that can cut it off), and waits until it is ready.
+    pub fn add_with_kubeconfig(&mut self, name: &str, kubeconfig: &Path) -> Result<()> {
         let flags: Vec<&str> = self.flags.iter().map(String::as_str).collect();
         let env = [("POD_NAME", name)];
         let host = match &self.plugins {
-            Some(dir) => Host::start_with_env(&self.bin, self.plane, &self.kubeconfig, dir, &flags, &env, true),
-            None => Host::start_reconciler_plugins(&self.bin, self.plane, &self.kubeconfig, &flags, &env, true),
+            Some(dir) => Host::start_with_env(&self.bin, self.plane, kubeconfig, dir, &flags, &env, true),
+            None => Host::start_reconciler_plugins(&self.bin, self.plane, kubeconfig, &flags, &env, true),
         }
         .with_context(|| format!("starting replica {name}"))?;
         self.hosts.insert(name.to_string(), host);
@@ -148,8 +155,15 @@ pub fn namespaces(plane: &ControlPlane, prefix: &str, n: usize) -> Result<Vec<St
 
 /// Creates `per` Foos (`f0`…, deployment `f0-dep`…, 1 replica) in each namespace.
 pub async fn create_foos(client: &Client, namespaces: &[String], per: usize) -> Result<Vec<FooKey>> {
-    let keys: Vec<FooKey> =
-        namespaces.iter().flat_map(|ns| (0..per).map(move |i| (ns.clone(), format!("f{i}")))).collect();
+    create_foos_named(client, namespaces, "f", per).await
+}
+
+/// Creates `per` Foos (`PREFIX0`…, deployment `PREFIX0-dep`…, 1 replica) in each namespace.
+pub async fn create_foos_named(client: &Client, namespaces: &[String], prefix: &str, per: usize) -> Result<Vec<FooKey>> {
+    let keys: Vec<FooKey> = namespaces
+        .iter()
+        .flat_map(|ns| (0..per).map(move |i| (ns.clone(), format!("{prefix}{i}"))))
+        .collect();
     let client = client.clone();
     futures::stream::iter(keys.clone().into_iter().map(move |(ns, name)| {
         let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns, &foo_resource());

@@ -250,7 +250,7 @@ impl Shard {
         let mut ring = members::Ring::new(client, &self.config.lease.namespace, &self.config.ring);
         let me = self.config.member.clone();
         loop {
-            if let Err(e) = self.step(&mut ring, &me).await {
+            if let Err(e) = self.step(&mut ring).await {
                 tracing::warn!(ring = %self.config.ring, "shard ring step failed (retried): {e}");
             }
             // Until the member Lease is first held, look again soon (start-up).
@@ -267,7 +267,10 @@ impl Shard {
         self.leave(&ring, &me).await;
     }
 
-    async fn step(&self, ring: &mut members::Ring, me: &str) -> Result<(), kube::Error> {
+    /// One step towards its target: what [`Shard::run`] does every retry period (public so that
+    /// tests can interleave replicas step by step).
+    pub async fn step(&self, ring: &mut members::Ring) -> Result<(), kube::Error> {
+        let me = self.config.member.as_str();
         if !self.lease.may_write() {
             // Not renewed within the deadline: hold nothing until it is again.
             self.shrink(&Ranges::empty()).await;
