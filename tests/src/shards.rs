@@ -159,11 +159,14 @@ pub async fn create_foos(client: &Client, namespaces: &[String], per: usize) -> 
 }
 
 /// Creates `per` Foos (`PREFIX0`…, deployment `PREFIX0-dep`…, 1 replica) in each namespace.
-pub async fn create_foos_named(client: &Client, namespaces: &[String], prefix: &str, per: usize) -> Result<Vec<FooKey>> {
-    let keys: Vec<FooKey> = namespaces
-        .iter()
-        .flat_map(|ns| (0..per).map(move |i| (ns.clone(), format!("{prefix}{i}"))))
-        .collect();
+pub async fn create_foos_named(
+    client: &Client,
+    namespaces: &[String],
+    prefix: &str,
+    per: usize,
+) -> Result<Vec<FooKey>> {
+    let keys: Vec<FooKey> =
+        namespaces.iter().flat_map(|ns| (0..per).map(move |i| (ns.clone(), format!("{prefix}{i}")))).collect();
     let client = client.clone();
     futures::stream::iter(keys.clone().into_iter().map(move |(ns, name)| {
         let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns, &foo_resource());

@@ -4,7 +4,8 @@
 //! by the test, their member Leases renewed by the test), so the interleavings that a freeze
 //! makes rare are played exactly:
 //! - a member that stepped while its Lease was lapsed holds its part again once renewed
-//!   (before: it shrank to nothing and, the assignment still listing it, never grew back);
+//!   (before: it shrank to nothing and, the assignment still listing it, never grew back), and
+//!   one whose swap the API server applied but whose answer was lost holds what it took;
 //! - a member waking from a lapse never holds what a taker — which judged it gone and read the
 //!   same assignment — swaps away (before: it confirmed from a read, the taker's swap went
 //!   through, and both held the range until its next step).
@@ -162,6 +163,32 @@ async fn a_member_that_stepped_during_a_lapse_holds_its_part_again_once_renewed(
     Ok(())
 }
 
+/// Defect 1, the other way in: a swap that errors after the API server applied it. `a` takes
+/// `b`'s part (b gone) but never hears back; its next step reads the assignment that gives it
+/// everything (before: the plan had nothing left to take, so `a` never held b's part).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_member_whose_swap_was_applied_unheard_holds_what_it_took() -> anyhow::Result<()> {
+    let (mut a, b) = pair("lost-swap").await?;
+    let part = b.held();
+    b.lapse();
+    let until = Instant::now() + Duration::from_millis(LEASE_SECONDS as u64 * 1000 + 600);
+    while Instant::now() < until {
+        a.renew().await?;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    // a's step as far as its swap, which lands; the answer is lost (a does not grow).
+    let (assignment, rv) = a.ring.assignment().await?;
+    let live = a.ring.live().await?;
+    let plan = handover::plan("a", &Ranges::all(), &assignment, &live);
+    assert!(plan.forget.contains(&"b".to_string()) && !plan.take.is_empty(), "{plan:?}");
+    assert!(a.ring.swap(&plan.apply("a", &assignment), rv).await?, "the swap lands");
+    assert!(a.held().intersect(&part).is_empty(), "a did not hear back: it holds none of b's part yet");
+    a.renew().await?;
+    a.step().await?;
+    assert_eq!(a.held(), Ranges::all(), "a holds what the ring gives it");
+    Ok(())
+}
+
 /// Defect 10: `a` wakes from a lapse while `b`, having judged it gone, is about to swap the
 /// assignment it read. Either the swap goes through and `a` holds none of it, or `a` holds its
 /// part and the swap is refused — never both.
@@ -186,7 +213,7 @@ async fn a_member_waking_from_a_lapse_never_holds_what_a_taker_swaps_away() -> a
     let swapped = b.ring.swap(&next, rv).await?;
     let both = a.held().intersect(&plan.take);
     assert!(
-        !(swapped && !both.is_empty()),
+        !swapped || both.is_empty(),
         "b swapped {:?} away from a while a holds {both:?} of it (a confirmed from a read)",
         plan.take
     );

@@ -38,6 +38,7 @@ pub async fn run(
 
 fn report(shard: &Shard, pool: &Pool, metrics: &Metrics, health: &Health) {
     metrics.shard_range_ppm.set(shard.holding().ppm() as i64);
+    metrics.shard_unheld_ppm.set(shard.unheld().ppm() as i64);
     metrics.shard_members.set(shard.members() as i64);
     let mut status = shard.status();
     status["cachedObjects"] = serde_json::json!(pool.counts());

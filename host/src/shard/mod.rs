@@ -66,6 +66,9 @@ pub struct Shard {
     holding: ArcSwap<Ranges>,
     /// What it should hold, as it last planned.
     target: ArcSwap<Ranges>,
+    /// What the assignment last read gives it and it means to keep (less what it is releasing):
+    /// held unless its Lease lapsed or the assignment is not confirmed in this term yet.
+    assigned: ArcSwap<Ranges>,
     /// Taken (shared) by every reconcile; taken whole before a part is given up, so none of its
     /// reconciles is still running when another replica may start them.
     drain: RwLock<()>,
@@ -97,6 +100,7 @@ impl Shard {
             config,
             holding: ArcSwap::from_pointee(Ranges::empty()),
             target: ArcSwap::from_pointee(Ranges::empty()),
+            assigned: ArcSwap::from_pointee(Ranges::empty()),
             drain: RwLock::new(()),
             changed,
             lease,
@@ -174,6 +178,32 @@ impl Shard {
         self.holding.load_full()
     }
 
+    /// What the ring assigns it (as last read, less what it is giving up) and it does not hold
+    /// now: its Lease lapsed, or it has not confirmed the assignment since. Empty when all is well;
+    /// readiness fails while it is not.
+    pub fn unheld(&self) -> Ranges {
+        let held = if self.may_write() { self.holding() } else { Arc::new(Ranges::empty()) };
+        self.assigned.load().minus(&held)
+    }
+
+    /// Why readiness fails, if it does: ranges assigned and not held.
+    pub fn unready(&self) -> Option<String> {
+        let unheld = self.unheld();
+        (!unheld.is_empty()).then(|| {
+            let why = if !self.lease.may_write() {
+                "its member Lease was not renewed within the renew deadline"
+            } else {
+                "it has not confirmed the assignment since its member Lease lapsed"
+            };
+            format!(
+                "shard member {} is assigned {} ppm of the hash space it does not hold ({}): {why}",
+                self.config.member,
+                unheld.ppm(),
+                unheld.to_annotation()
+            )
+        })
+    }
+
     /// Told whenever the holding changes.
     pub fn subscribe(&self) -> watch::Receiver<u64> {
         self.changed.subscribe()
@@ -211,6 +241,7 @@ impl Shard {
             "holding": holding.to_annotation(),
             "holdingPpm": holding.ppm(),
             "target": self.target.load().to_annotation(),
+            "unheldPpm": self.unheld().ppm(),
             "serverSide": self.server_side(),
             "leaseFresh": self.lease.may_write(),
         })
@@ -268,7 +299,8 @@ impl Shard {
     }
 
     /// One step towards its target: what [`Shard::run`] does every retry period (public so that
-    /// tests can interleave replicas step by step).
+    /// tests can interleave replicas step by step). The holding is derived anew each step from
+    /// the assignment, once confirmed in this term of the member Lease (see [`handover`]).
     pub async fn step(&self, ring: &mut members::Ring) -> Result<(), kube::Error> {
         let me = self.config.member.as_str();
         if !self.lease.may_write() {
@@ -277,12 +309,23 @@ impl Shard {
             return Ok(());
         }
         let term = self.lease.term();
+        // The assignment before the members: whoever is judged gone below was judged so after
+        // this version was read, so a confirmation written since refuses a swap based on it.
+        let (assignment, mut rv) = ring.assignment().await?;
         let live = ring.live().await?;
         self.members.store(live.len(), Ordering::Relaxed);
-        let (assignment, rv) = ring.assignment().await?;
-        // Others took something from me (they judged me gone): stop there at once. What is
-        // left is mine in this term (a later lapse starts another, unconfirmed).
-        self.shrink(&assignment.get(me).cloned().unwrap_or_default()).await;
+        let assigned = assignment.get(me).cloned().unwrap_or_default();
+        // Others took something from me (they judged me gone): stop there at once.
+        self.shrink(&assigned).await;
+        if self.confirmed.load(Ordering::Acquire) != term && !assigned.is_empty() {
+            // A new term (a lapse, or start-up): the part read may be being taken by a member
+            // that judged this one gone. Write it back first; hold it only if that went through.
+            self.assigned.store(Arc::new(assigned.clone()));
+            match ring.confirm(&assignment, rv, me).await? {
+                Some(v) => rv = Some(v),
+                None => return Ok(()),
+            }
+        }
         self.confirmed.store(term, Ordering::Release);
         for gone in ring.expired().into_iter().filter(|m| !assignment.contains_key(m)) {
             ring.forget(&gone).await;
@@ -295,14 +338,16 @@ impl Shard {
         let target = ring::split(&live_names, me, &points);
         self.target.store(Arc::new(target.clone()));
         let plan = handover::plan(me, &target, &assignment, &live);
+        // Hold what is assigned and kept (grown back after a lapse, or after a swap that failed
+        // on the way back though the API server applied it); give up (drained) what is released.
+        let keep = assigned.minus(&plan.release);
+        self.assigned.store(Arc::new(keep.clone()));
+        self.shrink(&keep).await;
+        self.grow(keep);
         if plan.is_empty() {
             return Ok(());
         }
-        // Give up first (drained), then write; take only once written.
-        if !plan.release.is_empty() {
-            let keep = self.holding().minus(&plan.release);
-            self.shrink(&keep).await;
-        }
+        // Then write; take only once written.
         let next = plan.apply(me, &assignment);
         if ring.swap(&next, rv).await? {
             for m in &plan.forget {
@@ -310,6 +355,7 @@ impl Shard {
             }
             let mine = next.get(me).cloned().unwrap_or_default();
             tracing::info!(holding = %mine.to_annotation(), members = live.len(), "shard holding changed");
+            self.assigned.store(Arc::new(mine.clone()));
             self.grow(mine);
         }
         Ok(())

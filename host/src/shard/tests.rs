@@ -51,3 +51,30 @@ async fn caches_listed_before_the_holding_grew_are_not_current() {
     assert!(s.caches_current(before + 1), "a shrink does not make caches stale");
     assert!(!s.holds(Some("a"), ""));
 }
+
+#[tokio::test]
+async fn what_is_assigned_and_not_held_makes_it_unready() {
+    let (s, lease) = shard();
+    assert_eq!(s.unready(), None, "nothing assigned yet");
+    lease.extend(Instant::now() + Duration::from_millis(40));
+    s.confirmed.store(lease.term(), Ordering::Release);
+    s.assigned.store(Arc::new(Ranges::all()));
+    s.grow(Ranges::all());
+    assert_eq!(s.unready(), None, "holds what it is assigned");
+    // Its Lease lapses: it holds nothing it is assigned.
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(s.unheld(), Ranges::all());
+    let why = s.unready().unwrap_or_default();
+    assert!(why.contains("does not hold") && why.contains("renew deadline"), "{why}");
+    // Renewed, not confirmed yet: still not.
+    lease.extend(Instant::now() + Duration::from_secs(10));
+    assert!(s.unready().is_some_and(|w| w.contains("not confirmed")));
+    s.confirmed.store(lease.term(), Ordering::Release);
+    assert_eq!(s.unready(), None);
+    // Giving part of it up (assigned no more, being drained) is not a reason.
+    let half = Ranges::parse("0x0-0x8000000000000000").unwrap_or_else(|_| Ranges::empty());
+    assert!(!half.is_empty());
+    s.assigned.store(Arc::new(half.clone()));
+    s.shrink(&half).await;
+    assert_eq!(s.unready(), None);
+}
