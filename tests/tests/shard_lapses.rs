@@ -163,6 +163,25 @@ async fn a_member_that_stepped_during_a_lapse_holds_its_part_again_once_renewed(
     Ok(())
 }
 
+/// Found by the soak: a member whose Lease lapsed between two steps (an API server restart: no
+/// step ran meanwhile) relists its caches once it holds its part again — events that came while
+/// it could not write were dropped (not held then), and its holding looked unchanged.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_member_whose_lease_lapsed_between_steps_relists_when_it_holds_again() -> anyhow::Result<()> {
+    let (mut a, mut b) = pair("lapse-relist").await?;
+    let part = a.held();
+    let listed = a.shard.epoch();
+    assert!(a.shard.caches_current(listed));
+    a.lapse();
+    a.renew().await?;
+    b.renew().await?;
+    assert!(a.held().is_empty(), "a new term, not confirmed yet");
+    a.step().await?;
+    assert_eq!(a.held(), part);
+    assert!(!a.shard.caches_current(listed), "caches listed before the lapse are not current: relisted");
+    Ok(())
+}
+
 /// Defect 1, the other way in: a swap that errors after the API server applied it. `a` takes
 /// `b`'s part (b gone) but never hears back; its next step reads the assignment that gives it
 /// everything (before: the plan had nothing left to take, so `a` never held b's part).

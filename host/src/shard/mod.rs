@@ -154,6 +154,11 @@ impl Shard {
         listed >= self.grown.load(Ordering::Acquire)
     }
 
+    /// The epoch of the last growth of its holding (caches listed before it are relisted).
+    pub fn grown(&self) -> u64 {
+        self.grown.load(Ordering::Acquire)
+    }
+
     /// Whether it has checked its holding against the ring yet (start-up).
     pub fn joined(&self) -> bool {
         self.confirmed.load(Ordering::Acquire) != u64::MAX
@@ -315,9 +320,12 @@ impl Shard {
         let live = ring.live().await?;
         self.members.store(live.len(), Ordering::Relaxed);
         let assigned = assignment.get(me).cloned().unwrap_or_default();
-        // Others took something from me (they judged me gone): stop there at once.
-        self.shrink(&assigned).await;
-        if self.confirmed.load(Ordering::Acquire) != term && !assigned.is_empty() {
+        let new_term = self.confirmed.load(Ordering::Acquire) != term;
+        // Others took something from me (they judged me gone): stop there at once. In a new
+        // term, everything: events dropped since the lapse (not held then) come back with the
+        // relist that follows the growth below.
+        self.shrink(&if new_term { Ranges::empty() } else { assigned.clone() }).await;
+        if new_term && !assigned.is_empty() {
             // A new term (a lapse, or start-up): the part read may be being taken by a member
             // that judged this one gone. Write it back first; hold it only if that went through.
             self.assigned.store(Arc::new(assigned.clone()));
