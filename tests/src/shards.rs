@@ -72,11 +72,18 @@ impl<'a> Ring<'a> {
     /// Starts a replica named `name` talking to the API server as `kubeconfig` says (e.g.
     /// through a [`crate::proxy::Proxy`] that can cut it off), and waits until it is ready.
     pub fn add_with_kubeconfig(&mut self, name: &str, kubeconfig: &Path) -> Result<()> {
+        self.add_with(name, kubeconfig, true)
+    }
+
+    /// Starts a replica named `name` as `kubeconfig` says, waiting until it is ready or, when
+    /// `wait_ready` is false, until it answers `/healthz` (e.g. while its plugins cannot be
+    /// pulled).
+    pub fn add_with(&mut self, name: &str, kubeconfig: &Path, wait_ready: bool) -> Result<()> {
         let flags: Vec<&str> = self.flags.iter().map(String::as_str).collect();
         let env = [("POD_NAME", name)];
         let host = match &self.plugins {
-            Some(dir) => Host::start_with_env(&self.bin, self.plane, kubeconfig, dir, &flags, &env, true),
-            None => Host::start_reconciler_plugins(&self.bin, self.plane, kubeconfig, &flags, &env, true),
+            Some(dir) => Host::start_with_env(&self.bin, self.plane, kubeconfig, dir, &flags, &env, wait_ready),
+            None => Host::start_reconciler_plugins(&self.bin, self.plane, kubeconfig, &flags, &env, wait_ready),
         }
         .with_context(|| format!("starting replica {name}"))?;
         self.hosts.insert(name.to_string(), host);
