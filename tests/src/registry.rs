@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 pub struct Registry {
     proc: Proc,
     port: u16,
+    config: PathBuf,
     /// Its storage root (blobs and repositories, distribution's filesystem layout).
     pub storage: PathBuf,
     /// Its log file.
@@ -101,7 +102,15 @@ impl Registry {
         let log = dir.join("registry.log");
         // No OpenTelemetry exporter: nothing listens for it here.
         let envs = [("OTEL_TRACES_EXPORTER", "none")];
-        let mut proc = Proc::spawn("registry", &bin, &["serve".into(), config.display().to_string()], &log, &envs)?;
+        let proc = Proc::spawn("registry", &bin, &["serve".into(), config.display().to_string()], &log, &envs)?;
+        let mut reg = Registry { proc, port, config, storage, log };
+        reg.wait_up(htpasswd.is_some())?;
+        Ok(reg)
+    }
+
+    fn wait_up(&mut self, auth: bool) -> Result<()> {
+        let (port, log) = (self.port, self.log.clone());
+        let proc = &mut self.proc;
         let start = Instant::now();
         loop {
             if !proc.running() {
@@ -109,7 +118,7 @@ impl Registry {
             }
             // With auth, an anonymous /v2/ is refused: that answer means it is up too.
             if matches!(http(port, "GET", "/v2/", ""), Ok((200, _, _)))
-                || (htpasswd.is_some() && matches!(http(port, "GET", "/v2/", ""), Ok((401, _, _))))
+                || (auth && matches!(http(port, "GET", "/v2/", ""), Ok((401, _, _))))
             {
                 break;
             }
@@ -118,7 +127,24 @@ impl Registry {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        Ok(Registry { proc, port, storage, log })
+        Ok(())
+    }
+
+    /// Stops it (an outage: connections refused) until [`Registry::restart`].
+    pub fn stop(&mut self) {
+        self.proc.stop(Duration::from_secs(5));
+    }
+
+    /// Starts it again on the same port with the same storage (what it held is still there).
+    pub fn restart(&mut self) -> Result<()> {
+        let bin = binary()?;
+        let envs = [("OTEL_TRACES_EXPORTER", "none")];
+        static RESTARTS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = RESTARTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let log = self.log.with_file_name(format!("registry.restart-{n}.log"));
+        self.proc = Proc::spawn("registry", &bin, &["serve".into(), self.config.display().to_string()], &log, &envs)?;
+        let auth = std::fs::read_to_string(&self.config).is_ok_and(|c| c.contains("htpasswd"));
+        self.wait_up(auth)
     }
 
     /// `127.0.0.1:PORT`, the registry part of an image reference (`{host_port}/repo:tag`).

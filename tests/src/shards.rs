@@ -65,11 +65,25 @@ impl<'a> Ring<'a> {
 
     /// Starts a replica named `name` and waits until it is ready.
     pub fn add(&mut self, name: &str) -> Result<()> {
+        let kubeconfig = self.kubeconfig.clone();
+        self.add_with_kubeconfig(name, &kubeconfig)
+    }
+
+    /// Starts a replica named `name` talking to the API server as `kubeconfig` says (e.g.
+    /// through a [`crate::proxy::Proxy`] that can cut it off), and waits until it is ready.
+    pub fn add_with_kubeconfig(&mut self, name: &str, kubeconfig: &Path) -> Result<()> {
+        self.add_with(name, kubeconfig, true)
+    }
+
+    /// Starts a replica named `name` as `kubeconfig` says, waiting until it is ready or, when
+    /// `wait_ready` is false, until it answers `/healthz` (e.g. while its plugins cannot be
+    /// pulled).
+    pub fn add_with(&mut self, name: &str, kubeconfig: &Path, wait_ready: bool) -> Result<()> {
         let flags: Vec<&str> = self.flags.iter().map(String::as_str).collect();
         let env = [("POD_NAME", name)];
         let host = match &self.plugins {
-            Some(dir) => Host::start_with_env(&self.bin, self.plane, &self.kubeconfig, dir, &flags, &env, true),
-            None => Host::start_reconciler_plugins(&self.bin, self.plane, &self.kubeconfig, &flags, &env, true),
+            Some(dir) => Host::start_with_env(&self.bin, self.plane, kubeconfig, dir, &flags, &env, wait_ready),
+            None => Host::start_reconciler_plugins(&self.bin, self.plane, kubeconfig, &flags, &env, wait_ready),
         }
         .with_context(|| format!("starting replica {name}"))?;
         self.hosts.insert(name.to_string(), host);
@@ -148,8 +162,18 @@ pub fn namespaces(plane: &ControlPlane, prefix: &str, n: usize) -> Result<Vec<St
 
 /// Creates `per` Foos (`f0`…, deployment `f0-dep`…, 1 replica) in each namespace.
 pub async fn create_foos(client: &Client, namespaces: &[String], per: usize) -> Result<Vec<FooKey>> {
+    create_foos_named(client, namespaces, "f", per).await
+}
+
+/// Creates `per` Foos (`PREFIX0`…, deployment `PREFIX0-dep`…, 1 replica) in each namespace.
+pub async fn create_foos_named(
+    client: &Client,
+    namespaces: &[String],
+    prefix: &str,
+    per: usize,
+) -> Result<Vec<FooKey>> {
     let keys: Vec<FooKey> =
-        namespaces.iter().flat_map(|ns| (0..per).map(move |i| (ns.clone(), format!("f{i}")))).collect();
+        namespaces.iter().flat_map(|ns| (0..per).map(move |i| (ns.clone(), format!("{prefix}{i}")))).collect();
     let client = client.clone();
     futures::stream::iter(keys.clone().into_iter().map(move |(ns, name)| {
         let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns, &foo_resource());

@@ -120,6 +120,7 @@ impl Sharding {
         while !self.shard.joined() && joining.elapsed() < cfg.lease.renew_deadline {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+        health.attach_shard(self.shard.clone());
         self.tasks.push(tokio::spawn(crate::watch::follow::run(
             self.shard.clone(),
             pool,

@@ -97,7 +97,8 @@ impl Leadership {
         self.term.load(Ordering::Acquire)
     }
 
-    pub(crate) fn extend(&self, until: Instant) {
+    /// Records a successful renewal, valid until `until` (the election's; tests drive it too).
+    pub fn extend(&self, until: Instant) {
         let mut valid = self.lock();
         if !valid.is_some_and(|t| Instant::now() < t) {
             self.term.fetch_add(1, Ordering::AcqRel);

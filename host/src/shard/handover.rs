@@ -5,17 +5,26 @@
 //! only by compare-and-swap on its resourceVersion: two members can never both claim a range,
 //! since the second write is refused and re-planned on the new version. The argument:
 //! - A member reconciles an object only if the object's hash is in its ranges in the last
-//!   assignment it wrote or read, and its own member Lease was renewed within the renew deadline
-//!   (as the leader's write gate: a member cut off stops before anyone may consider it gone).
+//!   assignment it wrote or read in the present term of its member Lease, that term confirmed
+//!   (below), and its Lease was renewed within the renew deadline (as the leader's write gate: a
+//!   member cut off stops before anyone may consider it gone). Its holding is derived anew from
+//!   that assignment at every step, so nothing it is assigned stays unheld after a lapse or a
+//!   swap that failed on the way back though the API server applied it.
 //! - A member gives a range up by first shrinking what it reconciles (no new reconcile starts
 //!   there), waiting for its reconciles in flight to end, and only then writing the smaller
 //!   assignment.
 //! - A member takes a range only if, in the assignment it swaps, no live member holds it. A
 //!   member is gone when its Lease has not changed for a lease duration, as observed on the
-//!   taker's own clock — longer than the renew deadline after which the gone member stopped.
+//!   taker's own clock — longer than the renew deadline after which the gone member stopped —
+//!   in a list of the Leases read after the assignment it swaps.
 //! - A member whose Lease lapsed (renewed again after the deadline: a new term of its Lease)
-//!   holds nothing and writes nothing until it has read the assignment again in the new term:
-//!   while it was out, the others may have judged it gone and taken its ranges.
+//!   holds nothing and writes nothing until it has confirmed its part in the new term: written
+//!   the assignment it read back, by compare-and-swap (with a mark, so the version moves).
+//!   While it was out, another may have judged it gone; if that one's swap came first, the
+//!   confirmation is refused and the next read shows the part gone; if the confirmation came
+//!   first, the taker's swap is refused, and its next list of Leases (read after the
+//!   confirmation, so after the renewal) shows the member alive. A read alone confirms nothing:
+//!   the taker's swap could land just after it.
 //! - A member that takes a range relists its caches before reconciling there: the list is read
 //!   after its assignment write, so after every write of the previous holder.
 //!

@@ -13,6 +13,10 @@ use std::time::{Duration, Instant};
 /// The ring object's annotation holding the assignment.
 pub const ASSIGNMENT: &str = "kwop.dev/shard-assignment";
 
+/// The ring object's annotation naming the member that last confirmed its part (see
+/// [`Ring::confirm`]) and when.
+pub const CONFIRMED: &str = "kwop.dev/shard-confirmed";
+
 /// A member's name from a replica identity: lowercase letters, digits and `-`.
 pub fn member_name(identity: &str) -> String {
     let s: String =
@@ -123,9 +127,38 @@ impl Ring {
     /// Writes `next` if the ring object is still at `resource_version`; `false` if someone
     /// changed it meanwhile (plan again).
     pub async fn swap(&self, next: &Assignment, resource_version: Option<String>) -> Result<bool, kube::Error> {
+        Ok(self.write(next, resource_version, None).await?.is_some())
+    }
+
+    /// Writes the assignment read at `resource_version` back unchanged but for a mark of `member`
+    /// (so the object's resourceVersion moves: the API server skips writes that change nothing),
+    /// and returns the new resourceVersion; `None` if someone changed it meanwhile. What a member
+    /// whose Lease lapsed does before it holds again: a taker that judged it gone and read the
+    /// same version is refused, and a taker whose swap came first makes this one refused.
+    pub async fn confirm(
+        &self,
+        assignment: &Assignment,
+        resource_version: Option<String>,
+        member: &str,
+    ) -> Result<Option<String>, kube::Error> {
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
+        let written = self.write(assignment, resource_version, Some(format!("{member} {nanos}"))).await?;
+        Ok(written.and_then(|l| l.metadata.resource_version).filter(|v| !v.is_empty()))
+    }
+
+    async fn write(
+        &self,
+        next: &Assignment,
+        resource_version: Option<String>,
+        confirmed_by: Option<String>,
+    ) -> Result<Option<Lease>, kube::Error> {
+        let mut annotations = std::collections::BTreeMap::from([(ASSIGNMENT.to_string(), handover::render(next))]);
+        if let Some(c) = confirmed_by {
+            annotations.insert(CONFIRMED.to_string(), c);
+        }
         let meta = ObjectMeta {
             name: Some(ring_lease(&self.ring)),
-            annotations: Some([(ASSIGNMENT.to_string(), handover::render(next))].into()),
+            annotations: Some(annotations),
             resource_version: resource_version.clone(),
             ..ObjectMeta::default()
         };
@@ -135,8 +168,8 @@ impl Ring {
             Some(_) => self.api.replace(&ring_lease(&self.ring), &PostParams::default(), &lease).await,
         };
         match r {
-            Ok(_) => Ok(true),
-            Err(kube::Error::Api(s)) if s.code == 409 => Ok(false),
+            Ok(l) => Ok(Some(l)),
+            Err(kube::Error::Api(s)) if s.code == 409 => Ok(None),
             Err(e) => Err(e),
         }
     }

@@ -68,6 +68,9 @@ pub struct Shard {
     holding: ArcSwap<Ranges>,
     /// What it should hold, as it last planned.
     target: ArcSwap<Ranges>,
+    /// What the assignment last read gives it and it means to keep (less what it is releasing):
+    /// held unless its Lease lapsed or the assignment is not confirmed in this term yet.
+    assigned: ArcSwap<Ranges>,
     /// Taken (shared) by every reconcile; taken whole before a part is given up, so none of its
     /// reconciles is still running when another replica may start them.
     drain: RwLock<()>,
@@ -99,6 +102,7 @@ impl Shard {
             config,
             holding: ArcSwap::from_pointee(Ranges::empty()),
             target: ArcSwap::from_pointee(Ranges::empty()),
+            assigned: ArcSwap::from_pointee(Ranges::empty()),
             drain: RwLock::new(()),
             changed,
             lease,
@@ -152,6 +156,11 @@ impl Shard {
         listed >= self.grown.load(Ordering::Acquire)
     }
 
+    /// The epoch of the last growth of its holding (caches listed before it are relisted).
+    pub fn grown(&self) -> u64 {
+        self.grown.load(Ordering::Acquire)
+    }
+
     /// Whether it has checked its holding against the ring yet (start-up).
     pub fn joined(&self) -> bool {
         self.confirmed.load(Ordering::Acquire) != u64::MAX
@@ -174,6 +183,32 @@ impl Shard {
     /// What it holds now.
     pub fn holding(&self) -> Arc<Ranges> {
         self.holding.load_full()
+    }
+
+    /// What the ring assigns it (as last read, less what it is giving up) and it does not hold
+    /// now: its Lease lapsed, or it has not confirmed the assignment since. Empty when all is well;
+    /// readiness fails while it is not.
+    pub fn unheld(&self) -> Ranges {
+        let held = if self.may_write() { self.holding() } else { Arc::new(Ranges::empty()) };
+        self.assigned.load().minus(&held)
+    }
+
+    /// Why readiness fails, if it does: ranges assigned and not held.
+    pub fn unready(&self) -> Option<String> {
+        let unheld = self.unheld();
+        (!unheld.is_empty()).then(|| {
+            let why = if !self.lease.may_write() {
+                "its member Lease was not renewed within the renew deadline"
+            } else {
+                "it has not confirmed the assignment since its member Lease lapsed"
+            };
+            format!(
+                "shard member {} is assigned {} ppm of the hash space it does not hold ({}): {why}",
+                self.config.member,
+                unheld.ppm(),
+                unheld.to_annotation()
+            )
+        })
     }
 
     /// Told whenever the holding changes.
@@ -213,6 +248,7 @@ impl Shard {
             "holding": holding.to_annotation(),
             "holdingPpm": holding.ppm(),
             "target": self.target.load().to_annotation(),
+            "unheldPpm": self.unheld().ppm(),
             "serverSide": self.server_side(),
             "leaseFresh": self.lease.may_write(),
         })
@@ -252,7 +288,7 @@ impl Shard {
         let mut ring = members::Ring::new(client, &self.config.lease.namespace, &self.config.ring);
         let me = self.config.member.clone();
         loop {
-            if let Err(e) = self.step(&mut ring, &me).await {
+            if let Err(e) = self.step(&mut ring).await {
                 tracing::warn!(ring = %self.config.ring, "shard ring step failed (retried): {e}");
             }
             // Until the member Lease is first held, look again soon (start-up).
@@ -269,19 +305,37 @@ impl Shard {
         self.leave(&ring, &me).await;
     }
 
-    async fn step(&self, ring: &mut members::Ring, me: &str) -> Result<(), kube::Error> {
+    /// One step towards its target: what [`Shard::run`] does every retry period (public so that
+    /// tests can interleave replicas step by step). The holding is derived anew each step from
+    /// the assignment, once confirmed in this term of the member Lease (see [`handover`]).
+    pub async fn step(&self, ring: &mut members::Ring) -> Result<(), kube::Error> {
+        let me = self.config.member.as_str();
         if !self.lease.may_write() {
             // Not renewed within the deadline: hold nothing until it is again.
             self.shrink(&Ranges::empty()).await;
             return Ok(());
         }
         let term = self.lease.term();
+        // The assignment before the members: whoever is judged gone below was judged so after
+        // this version was read, so a confirmation written since refuses a swap based on it.
+        let (assignment, mut rv) = ring.assignment().await?;
         let live = ring.live().await?;
         self.members.store(live.len(), Ordering::Relaxed);
-        let (assignment, rv) = ring.assignment().await?;
-        // Others took something from me (they judged me gone): stop there at once. What is
-        // left is mine in this term (a later lapse starts another, unconfirmed).
-        self.shrink(&assignment.get(me).cloned().unwrap_or_default()).await;
+        let assigned = assignment.get(me).cloned().unwrap_or_default();
+        let new_term = self.confirmed.load(Ordering::Acquire) != term;
+        // Others took something from me (they judged me gone): stop there at once. In a new
+        // term, everything: events dropped since the lapse (not held then) come back with the
+        // relist that follows the growth below.
+        self.shrink(&if new_term { Ranges::empty() } else { assigned.clone() }).await;
+        if new_term && !assigned.is_empty() {
+            // A new term (a lapse, or start-up): the part read may be being taken by a member
+            // that judged this one gone. Write it back first; hold it only if that went through.
+            self.assigned.store(Arc::new(assigned.clone()));
+            match ring.confirm(&assignment, rv, me).await? {
+                Some(v) => rv = Some(v),
+                None => return Ok(()),
+            }
+        }
         self.confirmed.store(term, Ordering::Release);
         for gone in ring.expired().into_iter().filter(|m| !assignment.contains_key(m)) {
             ring.forget(&gone).await;
@@ -294,14 +348,16 @@ impl Shard {
         let target = ring::split(&live_names, me, &points);
         self.target.store(Arc::new(target.clone()));
         let plan = handover::plan(me, &target, &assignment, &live);
+        // Hold what is assigned and kept (grown back after a lapse, or after a swap that failed
+        // on the way back though the API server applied it); give up (drained) what is released.
+        let keep = assigned.minus(&plan.release);
+        self.assigned.store(Arc::new(keep.clone()));
+        self.shrink(&keep).await;
+        self.grow(keep);
         if plan.is_empty() {
             return Ok(());
         }
-        // Give up first (drained), then write; take only once written.
-        if !plan.release.is_empty() {
-            let keep = self.holding().minus(&plan.release);
-            self.shrink(&keep).await;
-        }
+        // Then write; take only once written.
         let next = plan.apply(me, &assignment);
         if ring.swap(&next, rv).await? {
             for m in &plan.forget {
@@ -309,6 +365,7 @@ impl Shard {
             }
             let mine = next.get(me).cloned().unwrap_or_default();
             tracing::info!(holding = %mine.to_annotation(), members = live.len(), "shard holding changed");
+            self.assigned.store(Arc::new(mine.clone()));
             self.grow(mine);
         }
         Ok(())
@@ -335,56 +392,4 @@ impl Shard {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::time::Instant;
-
-    fn shard() -> (Arc<Shard>, Arc<Leadership>) {
-        let lease = Leadership::elected();
-        let config = ShardConfig {
-            by: ShardBy::Namespace,
-            ring: "r".into(),
-            member: "m".into(),
-            lease: crate::leader::ElectionConfig {
-                namespace: "n".into(),
-                name: "kwop-shard.r.m".into(),
-                identity: "m".into(),
-                lease_duration: Duration::from_secs(15),
-                renew_deadline: Duration::from_secs(10),
-                retry_period: Duration::from_secs(2),
-            },
-        };
-        (Shard::new(config, lease.clone()), lease)
-    }
-
-    #[test]
-    fn after_a_lapse_of_its_lease_nothing_is_held_until_the_ring_is_read_again() {
-        let (s, lease) = shard();
-        lease.extend(Instant::now() + Duration::from_millis(40));
-        // A step: the assignment read in this term says it holds everything.
-        s.confirmed.store(lease.term(), Ordering::Release);
-        s.grow(Ranges::all());
-        assert!(s.may_write() && s.holds(Some("a"), ""));
-        // Frozen past the renew deadline: nothing, even before anyone else could take over.
-        std::thread::sleep(Duration::from_millis(50));
-        assert!(!s.may_write() && !s.holds(Some("a"), ""));
-        // Renewed on waking: still nothing, though the Lease is fresh, until a step confirms.
-        lease.extend(Instant::now() + Duration::from_secs(10));
-        assert!(lease.may_write());
-        assert!(!s.may_write() && !s.holds(Some("a"), ""), "the old part may have been taken meanwhile");
-        s.confirmed.store(lease.term(), Ordering::Release);
-        assert!(s.holds(Some("a"), ""));
-    }
-
-    #[tokio::test]
-    async fn caches_listed_before_the_holding_grew_are_not_current() {
-        let (s, _) = shard();
-        let before = s.epoch();
-        s.grow(Ranges::all());
-        assert!(!s.caches_current(before), "listed before it grew");
-        assert!(s.caches_current(s.epoch()));
-        s.shrink(&Ranges::empty()).await;
-        assert!(s.caches_current(before + 1), "a shrink does not make caches stale");
-        assert!(!s.holds(Some("a"), ""));
-    }
-}
+mod tests;

@@ -2,7 +2,10 @@
 //!
 //! Liveness (`/healthz`) fails when the host cannot recover by itself: a plugin call still
 //! running past its deadline plus the grace (the host abandoned it but something holds a thread),
-//! or a supervisor loop that stopped beating. Readiness is about the cluster: caches synced.
+//! or a supervisor loop that stopped beating. Readiness is about the cluster: caches synced and,
+//! sharded, every range the shard ring assigns this replica held (not while its member Lease
+//! lapsed, nor until it confirmed the assignment again afterwards: its part is reconciled by
+//! no one meanwhile, and `not_ready_because` says so).
 
 use crate::plugin::inflight::{CallView, Counts};
 use crate::plugin::PluginEngine;
@@ -63,6 +66,8 @@ pub enum Role {
 #[derive(Debug, Serialize)]
 struct Snapshot {
     ready: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    not_ready_because: Option<String>,
     live: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     not_live_because: Option<String>,
@@ -85,6 +90,7 @@ struct Snapshot {
 pub struct Health {
     inner: Mutex<Inner>,
     engine: OnceLock<Arc<PluginEngine>>,
+    shard: OnceLock<Arc<crate::shard::Shard>>,
 }
 
 struct Inner {
@@ -110,6 +116,7 @@ impl Default for Health {
                 shard: None,
             }),
             engine: OnceLock::new(),
+            shard: OnceLock::new(),
         }
     }
 }
@@ -127,6 +134,11 @@ impl Health {
     /// Lets probes and `/plugins` see the engine's calls and memory budget.
     pub fn attach_engine(&self, engine: Arc<PluginEngine>) {
         let _ = self.engine.set(engine);
+    }
+
+    /// Lets readiness see whether this replica holds what the shard ring assigns it.
+    pub fn attach_shard(&self, shard: Arc<crate::shard::Shard>) {
+        let _ = self.shard.set(shard);
     }
 
     /// The supervisor's loop is alive.
@@ -239,15 +251,28 @@ impl Health {
     }
 
     /// Ready: plugins loaded, and (when leader) every plugin's caches synced and connected. A
-    /// standby is ready: it can take over.
+    /// standby is ready: it can take over. Sharded, also: holding every range assigned to it.
     pub fn ready(&self) -> bool {
+        self.not_ready_because().is_none()
+    }
+
+    /// Why it is not ready, if it is not.
+    pub fn not_ready_because(&self) -> Option<String> {
+        if let Some(why) = self.shard.get().and_then(|s| s.unready()) {
+            return Some(why);
+        }
         let i = self.lock();
-        i.loaded && (i.role == Role::Standby || i.plugins.values().all(|p| p.synced))
+        if !i.loaded {
+            return Some("the plugins are not loaded yet".into());
+        }
+        let unsynced: Vec<&str> = i.plugins.values().filter(|p| !p.synced).map(|p| p.name.as_str()).collect();
+        (i.role == Role::Leader && !unsynced.is_empty())
+            .then(|| format!("the caches of {} are not synced yet", unsynced.join(", ")))
     }
 
     /// JSON for `/readyz?verbose` and `/plugins`.
     pub fn snapshot_json(&self) -> serde_json::Value {
-        let ready = self.ready();
+        let not_ready_because = self.not_ready_because();
         let live = self.live();
         let counts = self.call_counts();
         let calls = self.engine.get().map(|e| e.calls.calls()).unwrap_or_default();
@@ -262,7 +287,8 @@ impl Health {
             })
             .collect();
         let s = Snapshot {
-            ready,
+            ready: not_ready_because.is_none(),
+            not_ready_because,
             live: live.is_ok(),
             not_live_because: live.err(),
             role: i.role,

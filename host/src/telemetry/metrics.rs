@@ -141,6 +141,9 @@ pub struct Metrics {
     pub shard_outside: Family<KindLabel, Counter>,
     /// The part of the hash space this replica holds, in parts per million.
     pub shard_range_ppm: Gauge,
+    /// The part of the hash space the ring assigns this replica and it does not hold (its member
+    /// Lease lapsed, or not confirmed since), in parts per million: nobody reconciles there.
+    pub shard_unheld_ppm: Gauge,
     /// Live members of the shard ring, as this replica last counted.
     pub shard_members: Gauge,
 }
@@ -184,6 +187,7 @@ impl Metrics {
             admission_seconds: Family::new_with_constructor(seconds_histogram),
             shard_outside: Family::default(),
             shard_range_ppm: Gauge::default(),
+            shard_unheld_ppm: Gauge::default(),
             shard_members: Gauge::default(),
             registry: Registry::default(),
         };
@@ -266,6 +270,11 @@ impl Metrics {
             "shard_range_ppm",
             "Part of the hash space this replica holds, in parts per million",
             m.shard_range_ppm.clone(),
+        );
+        registry.register(
+            "shard_unheld_ppm",
+            "Part of the hash space the shard ring assigns this replica and it does not hold, in parts per million",
+            m.shard_unheld_ppm.clone(),
         );
         registry.register("shard_members", "Live members of the shard ring", m.shard_members.clone());
         Metrics { registry, ..m }

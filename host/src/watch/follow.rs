@@ -17,7 +17,7 @@ pub async fn run(
     stop: CancellationToken,
 ) {
     let mut changed = shard.subscribe();
-    let mut held = shard.holding();
+    let mut grown = shard.grown();
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     loop {
         tokio::select! {
@@ -26,9 +26,11 @@ pub async fn run(
                 if r.is_err() {
                     return;
                 }
-                let now = shard.holding();
-                pool.reshard(!now.minus(&held).is_empty());
-                held = now;
+                // Grown since (changes coalesce: a shrink and a growth back to the same part
+                // still relist).
+                let now = shard.grown();
+                pool.reshard(now != grown);
+                grown = now;
                 report(&shard, &pool, &metrics, &health);
             }
             _ = tick.tick() => report(&shard, &pool, &metrics, &health),
@@ -38,6 +40,7 @@ pub async fn run(
 
 fn report(shard: &Shard, pool: &Pool, metrics: &Metrics, health: &Health) {
     metrics.shard_range_ppm.set(shard.holding().ppm() as i64);
+    metrics.shard_unheld_ppm.set(shard.unheld().ppm() as i64);
     metrics.shard_members.set(shard.members() as i64);
     let mut status = shard.status();
     status["cachedObjects"] = serde_json::json!(pool.counts());
