@@ -168,7 +168,7 @@ async fn a_member_that_stepped_during_a_lapse_holds_its_part_again_once_renewed(
 /// it could not write were dropped (not held then), and its holding looked unchanged.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_member_whose_lease_lapsed_between_steps_relists_when_it_holds_again() -> anyhow::Result<()> {
-    let (mut a, mut b) = pair("lapse-relist").await?;
+    let (mut a, b) = pair("lapse-relist").await?;
     let part = a.held();
     let listed = a.shard.epoch();
     assert!(a.shard.caches_current(listed));
