@@ -43,9 +43,8 @@ pub struct ShardFilter {
     pub shard: Arc<crate::shard::Shard>,
     /// Objects the watch received outside it (never, when the API server filters).
     pub outside: prometheus_client::metrics::counter::Counter,
-    /// Kept whole (every namespace): nothing dropped, but relisted when the holding grows like
-    /// a slice, so a reconcile of a part taken over (or held again after a lapse of the member
-    /// Lease) reads what was written before — a live watch may lag, or have been cut off.
+    /// Kept whole: nothing dropped, but relisted when the holding grows, like a slice (a live
+    /// watch may lag or have been cut off: see `Shard::caches_current`).
     pub whole: bool,
 }
 

@@ -28,7 +28,7 @@ pub enum Kind {
 /// Faults of the cluster or the replicas (one per round).
 pub const INFRA: [Kind; 7] =
     [Kind::Kill, Kind::FreezeRenew, Kind::FreezeLease, Kind::Restart, Kind::ApiServer, Kind::Etcd, Kind::Cut];
-/// Faults of the plugins (with an infrastructure fault half the time, overlapping it).
+/// Faults of the plugins (one per round, overlapping its infrastructure fault).
 pub const PLUGIN: [Kind; 3] = [Kind::Swap, Kind::Grants, Kind::RegistryOutage];
 
 impl Kind {
@@ -53,12 +53,6 @@ pub struct Open {
     kind: Kind,
     /// Grants narrowed: the namespaces revoked, since when (wall clock).
     revoked: Option<(Vec<String>, Timestamp)>,
-}
-
-impl Open {
-    pub fn kind(&self) -> Kind {
-        self.kind
-    }
 }
 
 /// Swaps guest-foo to the other version.
