@@ -25,8 +25,10 @@
 //!   first, the taker's swap is refused, and its next list of Leases (read after the
 //!   confirmation, so after the renewal) shows the member alive. A read alone confirms nothing:
 //!   the taker's swap could land just after it.
-//! - A member that takes a range relists its caches before reconciling there: the list is read
-//!   after its assignment write, so after every write of the previous holder.
+//! - A member that takes a range, or holds its own again in a new term, relists its caches
+//!   before reconciling there — those kept whole (kinds owned across namespaces) too, whose live
+//!   watch may lag or have been cut off: the list is read after its assignment write, so after
+//!   every write of the previous holder (or its own whose answers it lost).
 //!
 //! So between any two holders of a range there is a written assignment in which neither holds it,
 //! and the second starts from what the first wrote.

@@ -43,6 +43,9 @@ pub struct ShardFilter {
     pub shard: Arc<crate::shard::Shard>,
     /// Objects the watch received outside it (never, when the API server filters).
     pub outside: prometheus_client::metrics::counter::Counter,
+    /// Kept whole: nothing dropped, but relisted when the holding grows, like a slice (a live
+    /// watch may lag or have been cut off: see `Shard::caches_current`).
+    pub whole: bool,
 }
 
 /// What the watch of one kind reports to its controller.
@@ -106,7 +109,7 @@ impl KindCache {
             _ => u64::MAX,
         };
         let keep = Arc::new(move |o: &DynamicObject| match &shard {
-            Some(f) if !f.shard.caches(namespaced, o.metadata.namespace.as_deref()) => {
+            Some(f) if !f.whole && !f.shard.caches(namespaced, o.metadata.namespace.as_deref()) => {
                 f.outside.inc();
                 false
             }

@@ -132,8 +132,9 @@ impl Pool {
     }
 
     /// Restarts watches (a relist into the same stores) after the shard's holding changed: with
-    /// namespace sharding, those of namespaced kinds (other namespaces are to be cached, and
-    /// server-side, listed); with uid sharding, all of them when the holding `grew` (what was
+    /// namespace sharding, those of namespaced kinds sliced (other namespaces are to be cached,
+    /// and server-side, listed), and when it `grew`, those kept whole too; with uid sharding, all
+    /// of them when the holding `grew` (what was
     /// taken over is reconciled from a list read after the handover, see
     /// `Shard::caches_current`).
     pub fn reshard(&self, grew: bool) {
@@ -142,7 +143,7 @@ impl Pool {
         let entries: Vec<Arc<Entry>> = lock(&self.kinds).values().filter_map(Weak::upgrade).collect();
         for e in entries {
             let restart = match by {
-                ShardBy::Namespace => e.cache.resolved.namespaced && !e.whole.load(Ordering::Acquire),
+                ShardBy::Namespace => e.cache.resolved.namespaced && (grew || !e.whole.load(Ordering::Acquire)),
                 ShardBy::Uid => grew,
             };
             if restart {
@@ -240,9 +241,10 @@ impl Pool {
         let gvk = cache.resolved.gvk.clone();
         let kind = Metrics::kind(&gvk.to_string());
         let whole = entry.whole.load(Ordering::Acquire);
-        let filter = self.shard.as_ref().filter(|_| !whole).map(|(shard, _)| ShardFilter {
+        let filter = self.shard.as_ref().map(|(shard, _)| ShardFilter {
             shard: shard.clone(),
             outside: self.metrics.shard_outside.get_or_create(&kind).clone(),
+            whole,
         });
         // A slice of a namespaced kind is listed and watched with the shard selector.
         let client = match &self.shard {

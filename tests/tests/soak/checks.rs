@@ -3,7 +3,8 @@
 //!   handover between (every incarnation of a replica counts as its own writer);
 //! - no write outside a plugin's grants: what the replicas wrote is only what the three plugins
 //!   are granted (and the host's own Leases and events), and no Deployment is written in a
-//!   namespace revoked from guest-foo once the narrowing had time to reach every replica;
+//!   namespace revoked from guest-foo once the narrowing had time to reach every replica (see
+//!   `faults::close`);
 //! - no finalizer left on a primary whose plugin is present, and no deletion hanging without a
 //!   Warning event saying why;
 //! - every replica's memory (RSS) under a bound.
@@ -17,8 +18,8 @@ use kwop_tests::shards;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-/// How long a narrowing of grants may take to reach every replica (a reload, in-flight
-/// reconciles of the old version drained within the shutdown grace).
+/// How long a narrowing of grants may take to reach every replica once they can see it (a
+/// reload; in-flight reconciles of the old version drained within the shutdown grace).
 pub const NARROWING_REACHES: Duration = Duration::from_secs(8);
 
 /// Violations by invariant.
@@ -85,8 +86,7 @@ pub fn audit(w: &World, revoked: &[Revoked], v: &mut Violations) {
         }
         let Some(t) = at(&x) else { continue };
         for r in revoked {
-            let from = r.from + NARROWING_REACHES;
-            if r.namespaces.contains(&x.namespace) && from < t && t < r.to {
+            if r.namespaces.contains(&x.namespace) && r.from < t && t < r.to {
                 v.add(
                     GRANTS,
                     format!("{} deployments {}/{} at {t}, revoked since {}", x.verb, x.namespace, x.name, r.from),

@@ -4,7 +4,9 @@
 //! v2; its grants narrowed to half the namespaces and widened back; the registry down while a
 //! swap needs it.
 
+use super::checks::{Revoked, NARROWING_REACHES};
 use super::world::{foo_grants, World, LEASE, RENEW_DEADLINE, SLOTS};
+use k8s_openapi::jiff::Timestamp;
 use kwop_tests::wait;
 use std::time::Duration;
 
@@ -26,7 +28,7 @@ pub enum Kind {
 /// Faults of the cluster or the replicas (one per round).
 pub const INFRA: [Kind; 7] =
     [Kind::Kill, Kind::FreezeRenew, Kind::FreezeLease, Kind::Restart, Kind::ApiServer, Kind::Etcd, Kind::Cut];
-/// Faults of the plugins (with an infrastructure fault half the time, overlapping it).
+/// Faults of the plugins (one per round, overlapping its infrastructure fault).
 pub const PLUGIN: [Kind; 3] = [Kind::Swap, Kind::Grants, Kind::RegistryOutage];
 
 impl Kind {
@@ -50,13 +52,7 @@ impl Kind {
 pub struct Open {
     kind: Kind,
     /// Grants narrowed: the namespaces revoked, since when (wall clock).
-    pub revoked: Option<(Vec<String>, k8s_openapi::jiff::Timestamp)>,
-}
-
-impl Open {
-    pub fn kind(&self) -> Kind {
-        self.kind
-    }
+    revoked: Option<(Vec<String>, Timestamp)>,
 }
 
 /// Swaps guest-foo to the other version.
@@ -80,7 +76,7 @@ pub async fn open(w: &mut World, kind: Kind, rng: &mut fastrand::Rng) -> anyhow:
             let gone = keep.split_off(keep.len() / 2);
             super::common::rp::patch_spec(&w.client, "guest-foo", serde_json::json!({ "grants": foo_grants(&keep) }))
                 .await?;
-            revoked = Some((gone, k8s_openapi::jiff::Timestamp::now()));
+            revoked = Some((gone, Timestamp::now()));
         }
         Kind::RegistryOutage => {
             w.registry.stop();
@@ -91,18 +87,30 @@ pub async fn open(w: &mut World, kind: Kind, rng: &mut fastrand::Rng) -> anyhow:
     Ok(Open { kind, revoked })
 }
 
-/// Heals a plugin fault (after at least a few seconds of it).
-pub async fn close(w: &mut World, open: Open) -> anyhow::Result<()> {
-    tokio::time::sleep(Duration::from_secs(3)).await;
+/// Heals a plugin fault, at least 2 s after the infrastructure fault healed at `healed`. Grants
+/// are widened again only once the narrowing had [`NARROWING_REACHES`] to reach every replica
+/// after both were made and the replicas could see them (an API server down, a replica frozen
+/// or cut off sees nothing), plus 3 s in which a Deployment written in a revoked namespace is a
+/// violation: that window is returned.
+pub async fn close(w: &mut World, open: Open, healed: Timestamp) -> anyhow::Result<Option<Revoked>> {
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let mut window = None;
     match open.kind {
         Kind::Grants => {
+            let Some((namespaces, narrowed)) = open.revoked else { anyhow::bail!("grants narrowed without a record") };
+            let from = narrowed.max(healed) + NARROWING_REACHES;
+            let until = from + Duration::from_secs(3);
+            if let Ok(wait) = Duration::try_from(until.duration_since(Timestamp::now())) {
+                tokio::time::sleep(wait).await;
+            }
             let all = foo_grants(&w.namespaces);
             super::common::rp::patch_spec(&w.client, "guest-foo", serde_json::json!({ "grants": all })).await?;
+            window = Some(Revoked { namespaces, from, to: Timestamp::now() });
         }
         Kind::RegistryOutage => tokio::task::block_in_place(|| w.registry.restart())?,
         _ => {}
     }
-    Ok(())
+    Ok(window)
 }
 
 /// Injects an infrastructure fault and heals it, with churn while it lasts.

@@ -2,19 +2,21 @@
 //! and the finalizer plugin as ReconcilerPlugins from a registry, on a control plane of their
 //! own, while a driver creates, changes and deletes primaries and injects faults at random for
 //! `KWOP_SOAK_MINUTES` (default 3; `scripts/soak --minutes N`). Each round injects one fault of
-//! the cluster or the replicas and, half the time, one of the plugins overlapping it (see
+//! the cluster or the replicas and one of the plugins overlapping it (see
 //! [`faults`]), churning primaries meanwhile; once healed, it measures how long until every live
 //! primary has converged (bounded: a violation past `KWOP_SOAK_CONVERGE_SECONDS`, default 120).
 //! The invariants ([`checks`]) are checked every round (convergence, hung deletions, memory) and
 //! from the audit log every ten rounds and at the end. It prints a table: faults per kind,
 //! violations per invariant, convergence after faults (p50, p99, max). `KWOP_SOAK_SEED` replays
-//! a run's choices.
+//! a run's choices. Positive controls: `KWOP_SOAK_CONTROL_HANG=1` adds a Fin whose `finalize`
+//! never finishes (the deletion invariants must count it), `KWOP_SOAK_RSS_MIB=1` the memory one.
 
 #[path = "../common/mod.rs"]
 mod common;
 
 mod checks;
 mod faults;
+mod ops;
 mod world;
 
 use checks::{Revoked, Violations};
@@ -54,6 +56,10 @@ async fn chaos_soak_loses_nothing_and_writes_nothing_twice() -> anyhow::Result<(
     println!("soak: {minutes} min, seed {seed} (KWOP_SOAK_SEED={seed} replays the choices)");
     let mut rng = fastrand::Rng::with_seed(seed);
     let mut w = world::World::start(12).await?;
+    // A positive control of the deletion invariants: a Fin whose finalize never finishes.
+    if std::env::var_os("KWOP_SOAK_CONTROL_HANG").is_some() {
+        w.hang_a_deletion().await?;
+    }
     let started = Instant::now();
     let end = started + Duration::from_secs_f64(minutes * 60.0);
     let mut v = Violations::default();
@@ -64,24 +70,14 @@ async fn chaos_soak_loses_nothing_and_writes_nothing_twice() -> anyhow::Result<(
     while Instant::now() < end {
         rounds += 1;
         changes += w.churn(&mut rng).await;
-        let plugin_fault = if rng.bool() {
-            let kind = faults::PLUGIN[rng.usize(..faults::PLUGIN.len())];
-            Some(faults::open(&mut w, kind, &mut rng).await?)
-        } else {
-            None
-        };
+        let plugin = faults::PLUGIN[rng.usize(..faults::PLUGIN.len())];
+        let open = faults::open(&mut w, plugin, &mut rng).await?;
         let kind = faults::INFRA[rng.usize(..faults::INFRA.len())];
         changes += faults::infra(&mut w, kind, &mut rng).await?;
+        let healed = k8s_openapi::jiff::Timestamp::now();
+        revoked.extend(faults::close(&mut w, open, healed).await?);
         *injected.entry(kind).or_default() += 1;
-        let plugin = plugin_fault.as_ref().map(|o| o.kind());
-        if let Some(open) = plugin_fault {
-            *injected.entry(open.kind()).or_default() += 1;
-            let window = open.revoked.clone();
-            faults::close(&mut w, open).await?;
-            if let Some((namespaces, from)) = window {
-                revoked.push(Revoked { namespaces, from, to: k8s_openapi::jiff::Timestamp::now() });
-            }
-        }
+        *injected.entry(plugin).or_default() += 1;
         // Healed: how long until everything converged (changes refused meanwhile made first)?
         let healed = Instant::now();
         w.settle(bound).await?;
@@ -111,11 +107,7 @@ async fn chaos_soak_loses_nothing_and_writes_nothing_twice() -> anyhow::Result<(
                 v.add(checks::MEMORY, format!("{name}: {} MiB after round {rounds}", bytes >> 20));
             }
         }
-        println!(
-            "soak: round {rounds} ({kind:?}{}) converged in {} ms",
-            plugin.map(|k| format!(" + {k:?}")).unwrap_or_default(),
-            healed.elapsed().as_millis()
-        );
+        println!("soak: round {rounds} ({kind:?} + {plugin:?}) converged in {} ms", healed.elapsed().as_millis());
         if rounds % 10 == 0 {
             let mut so_far = Violations::default();
             checks::audit(&w, &revoked, &mut so_far);

@@ -5,6 +5,7 @@
 //! namespaces) and one ConfigSync whose source changes.
 
 use super::common::{self, rp};
+use super::ops::Op;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
@@ -58,60 +59,7 @@ pub struct World {
     pending: Vec<Op>,
 }
 
-/// One change of primaries.
-#[derive(Debug, Clone)]
-enum Op {
-    CreateFoo(FooKey),
-    Scale(FooKey, i64),
-    DeleteFoo(FooKey),
-    CreateFin(FooKey, Vec<String>),
-    DeleteFin(FooKey),
-    Setting(u64),
-}
-
-/// An answer that means the change is there already (a retry of one that went through).
-fn done_already(r: Result<(), kube::Error>) -> Result<(), kube::Error> {
-    match r {
-        Err(kube::Error::Api(e)) if e.code == 409 || e.code == 404 => Ok(()),
-        r => r,
-    }
-}
-
-impl Op {
-    async fn run(&self, client: &Client, source_ns: &str) -> Result<(), kube::Error> {
-        let pp = PostParams::default();
-        let r = match self {
-            Op::CreateFoo((ns, name)) => {
-                let foo = common::foo(name, &format!("{name}-dep"), Some(1));
-                common::foos(client, ns).create(&pp, &foo).await.map(drop)
-            }
-            Op::Scale((ns, name), n) => {
-                let patch = json!({ "spec": { "replicas": n } });
-                common::foos(client, ns).patch(name, &PatchParams::default(), &Patch::Merge(patch)).await.map(drop)
-            }
-            Op::DeleteFoo((ns, name)) => {
-                common::foos(client, ns).delete(name, &DeleteParams::default()).await.map(drop)
-            }
-            Op::CreateFin((ns, name), elsewhere) => {
-                let obj: DynamicObject = serde_json::from_value(json!({
-                    "apiVersion": "test.kwop.dev/v1", "kind": "Fin", "metadata": { "name": name },
-                    "spec": { "elsewhere": elsewhere }
-                }))
-                .map_err(kube::Error::SerdeError)?;
-                fins_api(client, ns).create(&pp, &obj).await.map(drop)
-            }
-            Op::DeleteFin((ns, name)) => fins_api(client, ns).delete(name, &DeleteParams::default()).await.map(drop),
-            Op::Setting(v) => {
-                let patch = json!({ "data": { "setting": v.to_string() } });
-                let api = Api::<ConfigMap>::namespaced(client.clone(), source_ns);
-                api.patch("settings", &PatchParams::default(), &Patch::Merge(patch)).await.map(drop)
-            }
-        };
-        done_already(r)
-    }
-}
-
-fn fins_api(client: &Client, ns: &str) -> Api<DynamicObject> {
+pub fn fins_api(client: &Client, ns: &str) -> Api<DynamicObject> {
     Api::namespaced_with(
         client.clone(),
         ns,
@@ -133,7 +81,6 @@ pub fn foo_grants(namespaces: &[String]) -> serde_json::Value {
     g["namespaces"] = json!(namespaces);
     g
 }
-
 impl World {
     /// Starts everything and waits until the ring settled and the plugins are ready.
     pub async fn start(namespaces: usize) -> anyhow::Result<World> {
@@ -235,6 +182,26 @@ impl World {
         }))?;
         syncs(&w.client).create(&PostParams::default(), &sync).await?;
         Ok(w)
+    }
+
+    /// A Fin whose `finalize` says "not yet" forever, deleted: a deletion that hangs (with no
+    /// Warning event), for the soak's positive control.
+    pub async fn hang_a_deletion(&mut self) -> anyhow::Result<()> {
+        let ns = self.namespaces[0].clone();
+        let obj: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "test.kwop.dev/v1", "kind": "Fin", "metadata": { "name": "control-never" },
+            "spec": { "finalize": "never" }
+        }))?;
+        fins_api(&self.client, &ns).create(&PostParams::default(), &obj).await?;
+        let api = fins_api(&self.client, &ns);
+        kwop_tests::wait::until("the control Fin finalizer on", Duration::from_secs(60), || async {
+            let f = api.get("control-never").await.map_err(|e| e.to_string())?;
+            Ok(f.metadata.finalizers.is_some_and(|f| !f.is_empty()).then_some(()))
+        })
+        .await?;
+        api.delete("control-never", &DeleteParams::default()).await?;
+        self.fins_deleted.insert((ns, "control-never".into()));
+        Ok(())
     }
 
     /// Starts a new incarnation in `slot` (waiting until ready, or only until it is live).
