@@ -129,8 +129,15 @@ async fn sync_events(client: &Client, name: &str) -> anyhow::Result<Vec<k8s_open
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_configmap_is_kept_in_every_selected_namespace_and_cleaned_up_on_deletion() -> anyhow::Result<()> {
+    keeps_copies(plugins::CONFIG_SYNC, "cs").await
+}
+
+/// Every case the config-sync example must pass, whatever language `wasm` was written in: copies
+/// in the selected namespaces, a namespace labelled later, a label removed, a hand edit undone, a
+/// source change propagated, someone else's object left alone, deletion through the finalizer.
+async fn keeps_copies(wasm: &str, prefix: &str) -> anyhow::Result<()> {
     let _one = ONE_HOST.lock().await;
-    let World { plane, client, src, targets, label } = world("cs", 4).await?;
+    let World { plane, client, src, targets, label } = world(prefix, 4).await?;
     let [t1, t2, t3, t4] = <[String; 4]>::try_from(targets).map_err(|_| anyhow::anyhow!("four namespaces"))?;
     for t in [&t1, &t2] {
         label_ns(&client, t, &label, true).await?;
@@ -141,7 +148,7 @@ async fn a_configmap_is_kept_in_every_selected_namespace_and_cleaned_up_on_delet
         serde_json::from_value(json!({ "metadata": { "name": "settings" }, "data": { "setting": "theirs" } }))?;
     Api::<ConfigMap>::namespaced(client.clone(), &t4).create(&PostParams::default(), &theirs).await?;
 
-    let dir = plugins::folder(&[("config-sync.wasm", plugins::CONFIG_SYNC)])?;
+    let dir = plugins::folder(&[("config-sync.wasm", wasm)])?;
     let host = host(plane, &dir, &["--resync-period=10m"])?;
     let name = format!("sync-{src}");
     create_sync(&client, &name, "ConfigMap", &src, "settings", &label).await?;
