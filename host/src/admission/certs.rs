@@ -284,6 +284,7 @@ mod tests {
             cert_validity: validity,
             certs: CertSource::SelfSigned,
             only_namespace: None,
+            client_ca: None,
         }
     }
 

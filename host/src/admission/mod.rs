@@ -73,6 +73,10 @@ pub struct AdmissionConfig {
     pub certs: CertSource,
     /// The one namespace the host watches (`--namespace`): its webhooks are limited to it.
     pub only_namespace: Option<String>,
+    /// CA certificates a caller's client certificate must chain to (`--webhook-client-ca`):
+    /// a connection without one is refused in the TLS handshake. `None`: callers are not
+    /// authenticated.
+    pub client_ca: Option<Vec<rustls::pki_types::CertificateDer<'static>>>,
 }
 
 impl AdmissionConfig {
@@ -107,7 +111,16 @@ pub async fn start(
     tokio::spawn(registry.clone().follow(stop.clone()));
     let router = server::router(registry.clone(), metrics);
     tokio::spawn(async move {
-        if let Err(e) = server::serve(config.bind, router, resolver, async move { stop.cancelled().await }).await {
+        if let Err(e) =
+            server::serve(
+                config.bind,
+                router,
+                resolver,
+                config.client_ca.clone(),
+                async move { stop.cancelled().await },
+            )
+            .await
+        {
             tracing::error!("admission webhook server: {e:#}");
         }
     });

@@ -2,13 +2,15 @@
 //! AdmissionReview in, one out. TLS handshakes run off the accept loop (a slow client delays
 //! nobody), with the certificate [`super::certs`] keeps current.
 //!
-//! The port does not authenticate its callers (keep it reachable from the API server only, e.g.
-//! with a NetworkPolicy), so what one can cost is bounded: [`MAX_CONNECTIONS`] connections (more
+//! Callers are authenticated when the host is given a client CA (`--webhook-client-ca`): a
+//! connection without a certificate chaining to it is refused in the TLS handshake, before a byte
+//! of a request is read. Without one the port answers whoever reaches it (keep it reachable from
+//! the API server only, e.g. with a NetworkPolicy). Either way what one caller can cost is bounded: [`MAX_CONNECTIONS`] connections (more
 //! wait in the listen backlog), [`MAX_IN_FLIGHT`] requests read and decided at once, bodies of at
 //! most [`MAX_BODY`], and a whole request — waiting for a slot, an instance, the memory budget —
 //! within the webhook's timeout. A path naming no validating plugin is counted under one metric
 //! label, [`UNKNOWN`]. The namespace a request names is where `validate`'s reads answer (as
-//! for the object's reconcile): a caller other than the API server could choose it.
+//! for the object's reconcile): a caller other than the API server could choose it, unless callers are authenticated.
 
 use super::certs::Resolver;
 use super::decide::{self, Verdict};
@@ -23,6 +25,7 @@ use axum::routing::post;
 use axum::{Json, Router};
 use kube::core::admission::{self, AdmissionResponse, AdmissionReview};
 use kube::core::DynamicObject;
+use rustls::pki_types::CertificateDer;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -60,18 +63,39 @@ pub async fn serve(
     addr: SocketAddr,
     router: Router,
     resolver: Arc<Resolver>,
+    client_ca: Option<Vec<CertificateDer<'static>>>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let tcp = TcpListener::bind(addr).await.map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
-    let mut tls = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .with_safe_default_protocol_versions()?
-        .with_no_client_auth()
-        .with_cert_resolver(resolver);
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder =
+        rustls::ServerConfig::builder_with_provider(provider.clone()).with_safe_default_protocol_versions()?;
+    let authenticated = client_ca.is_some();
+    let builder = match client_ca {
+        None => builder.with_no_client_auth(),
+        Some(cas) => builder.with_client_cert_verifier(client_verifier(cas, provider)?),
+    };
+    let mut tls = builder.with_cert_resolver(resolver);
     tls.alpn_protocols = vec![b"http/1.1".to_vec()];
     let listener = TlsListener::start(tcp, TlsAcceptor::from(Arc::new(tls)), addr);
-    tracing::info!(%addr, "serving admission webhooks (https, /validate/<plugin>)");
+    tracing::info!(%addr, authenticated, "serving admission webhooks (https, /validate/<plugin>)");
     axum::serve(listener, router).with_graceful_shutdown(shutdown).await?;
     Ok(())
+}
+
+/// Accepts a client certificate only if it chains to one of `cas` (and is valid for client
+/// authentication, by its extended key usage if it has one).
+pub fn client_verifier(
+    cas: Vec<CertificateDer<'static>>,
+    provider: Arc<rustls::crypto::CryptoProvider>,
+) -> anyhow::Result<Arc<dyn rustls::server::danger::ClientCertVerifier>> {
+    let mut roots = rustls::RootCertStore::empty();
+    for (i, ca) in cas.into_iter().enumerate() {
+        roots.add(ca).map_err(|e| anyhow::anyhow!("client CA certificate {}: {e}", i + 1))?;
+    }
+    rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+        .build()
+        .map_err(|e| anyhow::anyhow!("client CA: {e}"))
 }
 
 /// A connection holding one of the [`MAX_CONNECTIONS`] permits while it is open.

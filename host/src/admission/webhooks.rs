@@ -163,6 +163,7 @@ mod tests {
             cert_validity: Duration::from_secs(3600),
             certs: CertSource::SelfSigned,
             only_namespace: only.map(str::to_string),
+            client_ca: None,
         }
     }
 

@@ -45,6 +45,12 @@ pub struct WebhookArgs {
     /// Life of a self-signed serving certificate.
     #[arg(long, default_value = "8760h", value_parser = crate::vocab::units::duration)]
     pub webhook_cert_validity: Duration,
+    /// Authenticate the webhook's callers: a PEM file of CA certificates. A connection without a
+    /// client certificate signed by one of them is refused in the TLS handshake. Give the API
+    /// server a client certificate from this CA (`--admission-control-config-file`, see
+    /// docs/admission.md). Unset: the port answers whoever reaches it.
+    #[arg(long, value_name = "FILE", env = "KWOP_WEBHOOK_CLIENT_CA")]
+    pub webhook_client_ca: Option<std::path::PathBuf>,
 }
 
 impl WebhookArgs {
@@ -71,6 +77,7 @@ impl WebhookArgs {
             "--webhook-timeout must be between 1s and 30s"
         );
         anyhow::ensure!(self.webhook_cert_validity >= Duration::from_secs(10), "--webhook-cert-validity is below 10s");
+        let client_ca = self.webhook_client_ca.as_deref().map(client_cas).transpose()?;
         Ok(Some(AdmissionConfig {
             bind,
             endpoint,
@@ -82,6 +89,25 @@ impl WebhookArgs {
             cert_validity: self.webhook_cert_validity,
             certs: if self.webhook_certs == "external" { CertSource::External } else { CertSource::SelfSigned },
             only_namespace: only.map(str::to_string),
+            client_ca,
         }))
     }
+}
+
+/// The CA certificates in `path`, checked as the TLS server will use them.
+fn client_cas(path: &std::path::Path) -> anyhow::Result<Vec<rustls::pki_types::CertificateDer<'static>>> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::CertificateDer;
+    let what = || format!("--webhook-client-ca {}", path.display());
+    let cas = CertificateDer::pem_file_iter(path)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", what()))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| anyhow::anyhow!("{}: not PEM certificates: {e}", what()))?;
+    anyhow::ensure!(!cas.is_empty(), "{}: no certificate in it", what());
+    crate::admission::server::client_verifier(
+        cas.clone(),
+        std::sync::Arc::new(rustls::crypto::ring::default_provider()),
+    )
+    .map_err(|e| anyhow::anyhow!("{}: {e:#}", what()))?;
+    Ok(cas)
 }
