@@ -290,10 +290,11 @@ fn review(ns: &str, validate: &str) -> String {
     .to_string()
 }
 
-/// Issue 35 (5): the webhook port answers anyone who reaches it, so what one caller can cost is
+/// Issue 35 (5): the webhook port may answer anyone who reaches it, so what one caller can cost is
 /// bounded: paths naming no plugin share one metric label (random names do not grow /metrics),
 /// a body over 4 MiB is refused before it is parsed, and a request waiting for an instance or the
-/// memory budget is answered within the webhook's timeout, not after the calls before it.
+/// memory budget is answered within the webhook's timeout, not after the calls before it; at 128
+/// connections open the next waits until one closes.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_webhook_port_bounds_what_a_caller_can_cost() -> anyhow::Result<()> {
     let plane = ControlPlane::shared(Mode::Api)?;
@@ -342,6 +343,17 @@ async fn the_webhook_port_bounds_what_a_caller_can_cost() -> anyhow::Result<()> 
         assert!(text.contains("\"allowed\":false"), "Fail refuses what could not be validated: {text}");
         assert!(took < Duration::from_millis(4500), "answered after {took:?}: the waits add up past the timeout");
     }
+
+    // 128 connections open (here: ones that never start their TLS handshake) and the next waits in
+    // the listen backlog until one closes.
+    let idle = futures::future::try_join_all((0..128).map(|_| tokio::net::TcpStream::connect(("127.0.0.1", a.port))));
+    let idle = idle.await?;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let waiting = tokio::time::timeout(Duration::from_secs(2), post("finalizer".into(), review(&ns, "ok").into_bytes()));
+    assert!(waiting.await.is_err(), "a 129th connection was served");
+    drop(idle);
+    let (code, text) = post("finalizer".into(), review(&ns, "ok").into_bytes()).await?;
+    assert_eq!(code, 200, "served once the others closed: {text}");
     remove_configuration(&plane.client().await?, &a.configuration).await;
     Ok(())
 }
