@@ -12,7 +12,8 @@ use std::process::Command;
 use std::sync::Mutex;
 
 fn hash_tree(dir: &Path, h: &mut impl Hasher) -> Result<()> {
-    let mut entries: Vec<_> = std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?.flatten().collect();
+    let mut entries: Vec<_> =
+        std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?.flatten().collect();
     entries.sort_by_key(|e| e.file_name());
     for e in entries {
         let name = e.file_name();

@@ -33,7 +33,11 @@ fn kwop(args: &[&str]) -> (bool, String, String) {
 }
 
 fn fins(client: &Client, ns: &str) -> Api<DynamicObject> {
-    Api::namespaced_with(client.clone(), ns, &ApiResource::from_gvk(&GroupVersionKind::gvk("test.kwop.dev", "v1", "Fin")))
+    Api::namespaced_with(
+        client.clone(),
+        ns,
+        &ApiResource::from_gvk(&GroupVersionKind::gvk("test.kwop.dev", "v1", "Fin")),
+    )
 }
 
 fn fin(name: &str, spec: Value) -> Value {
@@ -62,7 +66,8 @@ async fn apply_answered(plane: &ControlPlane, ns: &str, yaml: &str) -> Result<St
     let until = Instant::now() + Duration::from_secs(30);
     loop {
         let r = plane.kubectl_stdin(&["apply", "-n", ns, "-f", "-"], yaml).map_err(|e| e.to_string());
-        let unanswered = r.as_ref().err().is_some_and(|e| e.contains("failed calling webhook") && e.contains("connect"));
+        let unanswered =
+            r.as_ref().err().is_some_and(|e| e.contains("failed calling webhook") && e.contains("connect"));
         if !unanswered || Instant::now() > until {
             return r;
         }
@@ -71,7 +76,8 @@ async fn apply_answered(plane: &ControlPlane, ns: &str, yaml: &str) -> Result<St
 }
 
 async fn remove_configuration(client: &Client, name: &str) {
-    let api: Api<k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration> = Api::all(client.clone());
+    let api: Api<k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration> =
+        Api::all(client.clone());
     let _ = api.delete(name, &DeleteParams::default()).await;
 }
 
@@ -96,7 +102,8 @@ fn the_go_config_sync_passes_the_examples_fixtures_offline() {
     let root = kwop_tests::repo_root();
     let fixtures = root.join("examples/config-sync/fixtures").display().to_string();
     let crd = root.join("crds/configsync.yaml").display().to_string();
-    let (ok, out, err) = kwop(&["plugin", "test", "--plugin-timeout=10s", &wasm.display().to_string(), &fixtures, "--crd", &crd]);
+    let (ok, out, err) =
+        kwop(&["plugin", "test", "--plugin-timeout=10s", &wasm.display().to_string(), &fixtures, "--crd", &crd]);
     assert!(ok && out.contains("6 passed, 0 failed"), "{out}{err}");
 }
 
@@ -105,13 +112,18 @@ fn a_go_panic_in_reconcile_shows_its_message_and_stack_offline() {
     let d = std::env::temp_dir().join("kwop-test").join(format!("{}-go-panic", std::process::id()));
     std::fs::create_dir_all(&d).expect("dir");
     let p = d.join("fin.yaml");
-    std::fs::write(&p, serde_yaml::to_string(&fin("boom", json!({ "reconcile": "panic" }))).expect("yaml")).expect("write");
-    let (ok, out, err) = kwop(&["plugin", "reconcile", &go_faults().display().to_string(), "--primary", &p.display().to_string()]);
+    std::fs::write(&p, serde_yaml::to_string(&fin("boom", json!({ "reconcile": "panic" }))).expect("yaml"))
+        .expect("write");
+    let (ok, out, err) =
+        kwop(&["plugin", "reconcile", &go_faults().display().to_string(), "--primary", &p.display().to_string()]);
     assert!(!ok, "{out}");
     let v: Value = serde_json::from_str(&out).unwrap_or(Value::Null);
     let m = v["error"]["message"].as_str().unwrap_or_default();
     assert!(m.starts_with("panic: assignment to entry in nil map\n"), "Go's message: {m}\n{err}");
-    assert!(m.contains("main.countReasons(...)") && m.contains("kwop.dev/go-faults/broken.go:"), "the user's frames: {m}");
+    assert!(
+        m.contains("main.countReasons(...)") && m.contains("kwop.dev/go-faults/broken.go:"),
+        "the user's frames: {m}"
+    );
     assert!(!m.contains("cannot sleep") && !m.contains("/tmp/") && !m.contains("wasm backtrace"), "{m}");
 }
 
@@ -138,7 +150,11 @@ async fn guest_foo_go_refuses_a_bad_foo_through_the_api_servers_admission_call()
     }))?;
     Api::<Deployment>::namespaced(client.clone(), &ns).create(&PostParams::default(), &theirs).await?;
     let foreign = apply_answered(plane, &ns, &foo("grabby", Some("taken"))).await.expect_err("refused");
-    assert!(foreign.contains("Deployment \"taken\" already exists in namespace") && foreign.contains("not managed by this Foo"), "{foreign}");
+    assert!(
+        foreign.contains("Deployment \"taken\" already exists in namespace")
+            && foreign.contains("not managed by this Foo"),
+        "{foreign}"
+    );
     for n in ["bad", "missing", "grabby"] {
         assert!(foos(&client, &ns).get_opt(n).await?.is_none(), "{n} was stored");
     }
@@ -156,15 +172,22 @@ async fn go_panics_and_errors_reach_events_and_the_failure_policy_in_gos_words()
     for (policy, ignore) in [("Fail", false), ("Ignore", true)] {
         let ns = plane.namespace(&format!("go-{}", policy.to_lowercase()))?;
         let (host, configuration) = admitting(plane, &dir, &ns, policy)?;
-        let yaml = |name: &str, spec: &str| format!("apiVersion: test.kwop.dev/v1\nkind: Fin\nmetadata:\n  name: {name}\nspec: {spec}\n");
+        let yaml = |name: &str, spec: &str| {
+            format!("apiVersion: test.kwop.dev/v1\nkind: Fin\nmetadata:\n  name: {name}\nspec: {spec}\n")
+        };
         // The plugin's own refusal holds under either policy.
         let denied = apply_answered(plane, &ns, &yaml("deny", "{validate: deny}")).await.expect_err("deny refuses");
         assert!(denied.contains("spec.validate: go-faults says no"), "{denied}");
         // A panic or an error in Validate is not a refusal: the policy decides, with Go's message.
-        for (name, why) in [("vpanic", "panic: runtime error: index out of range [6] with length 0"), ("verror", "Validate failed: the quota service is down")] {
+        for (name, why) in [
+            ("vpanic", "panic: runtime error: index out of range [6] with length 0"),
+            ("verror", "Validate failed: the quota service is down"),
+        ] {
             let r = apply_answered(plane, &ns, &yaml(name, &format!("{{validate: {}}}", &name[1..]))).await;
             match (ignore, &r) {
-                (false, Err(e)) => assert!(e.contains("go-faults could not validate the object") && e.contains(why), "{e}"),
+                (false, Err(e)) => {
+                    assert!(e.contains("go-faults could not validate the object") && e.contains(why), "{e}")
+                }
                 (true, Ok(_)) => assert!(fins(&client, &ns).get_opt(name).await?.is_some()),
                 _ => panic!("{policy} {name}: {r:?}"),
             }
@@ -186,7 +209,10 @@ async fn go_panics_and_errors_reach_events_and_the_failure_policy_in_gos_words()
         apply_answered(plane, &ns, &yaml("rpanic", "{reconcile: panic}")).await.map_err(anyhow::Error::msg)?;
         let e = event_with_reason(&client, &ns, "rpanic", "ReconcileFailed").await?;
         let note = e.note.unwrap_or_default();
-        assert!(note.contains("panic: assignment to entry in nil map") && note.contains("kwop.dev/go-faults/broken.go:"), "{note}");
+        assert!(
+            note.contains("panic: assignment to entry in nil map") && note.contains("kwop.dev/go-faults/broken.go:"),
+            "{note}"
+        );
         assert!(!note.contains("cannot sleep"), "{note}");
         // Finalize returns an error: the deletion waits, FinalizeFailed says the code's message.
         apply_answered(plane, &ns, &yaml("ferror", "{finalize: error}")).await.map_err(anyhow::Error::msg)?;
@@ -195,19 +221,26 @@ async fn go_panics_and_errors_reach_events_and_the_failure_policy_in_gos_words()
         let e = event_with_reason(&client, &ns, "ferror", "FinalizeFailed").await?;
         assert!(e.note.unwrap_or_default().contains("the bucket of ferror is still in use"));
         let f = fins(&client, &ns).get("ferror").await?;
-        assert!(f.metadata.deletion_timestamp.is_some() && !f.metadata.finalizers.unwrap_or_default().is_empty(), "the deletion waits");
+        assert!(
+            f.metadata.deletion_timestamp.is_some() && !f.metadata.finalizers.unwrap_or_default().is_empty(),
+            "the deletion waits"
+        );
         let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
         assert!(cms.get_opt("ferror-ok").await?.is_some(), "nothing was deleted on a failure");
         // Fixed, it lets go.
         let patch = json!({ "spec": { "finalize": "" } });
-        fins(&client, &ns).patch("ferror", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&patch)).await?;
+        fins(&client, &ns)
+            .patch("ferror", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&patch))
+            .await?;
         wait::until("the Fin gone", Duration::from_secs(30), || async {
             Ok(fins(&client, &ns).get_opt("ferror").await.map_err(|e| e.to_string())?.is_none().then_some(()))
         })
         .await?;
         // Let the host release the rest before it stops.
         let patch = json!({ "spec": { "reconcile": "" } });
-        fins(&client, &ns).patch("rpanic", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&patch)).await?;
+        fins(&client, &ns)
+            .patch("rpanic", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&patch))
+            .await?;
         fins(&client, &ns).delete("rpanic", &DeleteParams::default()).await?;
         wait::until("the Fins gone", Duration::from_secs(30), || async {
             let left = fins(&client, &ns).list(&Default::default()).await.map_err(|e| e.to_string())?.items.len();

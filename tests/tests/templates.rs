@@ -107,7 +107,11 @@ fn a_new_go_plugin_builds_and_passes_its_tests() {
     assert!(gomod.contains("replace kwop.dev/guest => ./wit/go"), "{gomod}");
     // Its native tests cover the three exports.
     let tests = run(&dir, "./test.sh", &["-v"]);
-    for t in ["TestWritesTheConfigMap", "TestFinalizeDeletesTheConfigMapAndIsDone", "TestValidateRefusesAFooWithoutDeploymentName"] {
+    for t in [
+        "TestWritesTheConfigMap",
+        "TestFinalizeDeletesTheConfigMapAndIsDone",
+        "TestValidateRefusesAFooWithoutDeploymentName",
+    ] {
         assert!(tests.contains(&format!("--- PASS: {t}")), "{t}: {tests}");
     }
     let info = run(&dir, KWOP, &["plugin", "inspect", "dist/plugin.wasm"]);

@@ -21,7 +21,8 @@ mod tests {
             guest_message(&out).as_deref(),
             Some("panic: assignment to entry in nil map\n\tgoroutine 1 [running]:\n\tmain.GuestFoo.Validate(...)\n\t\tkwop.dev/guest-foo/admission.go:19")
         );
-        let out = GuestOutput { stderr: "kwop.dev/guest: Validate failed: down\n\t(hint)\n".into(), ..Default::default() };
+        let out =
+            GuestOutput { stderr: "kwop.dev/guest: Validate failed: down\n\t(hint)\n".into(), ..Default::default() };
         assert_eq!(guest_message(&out).as_deref(), Some("kwop.dev/guest: Validate failed: down\n\t(hint)"));
     }
 }
