@@ -57,7 +57,7 @@ func (p *callPanic) failure(events []Event) *Failure {
 // catch runs f and returns the panic it raised, if any, with its stack.
 func catch(f func()) (p *callPanic) {
 	defer func() {
-		if v := any(nil); v != nil {
+		if v := recover(); v != nil {
 			p = &callPanic{message: panicValue(v), frames: panicFrames()}
 		}
 	}()
