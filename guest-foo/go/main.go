@@ -8,13 +8,16 @@ import "kwop.dev/guest"
 // GuestFoo is the plugin: what it reconciles, and one reconcile.
 type GuestFoo struct{}
 
-// Info says guest-foo-go reconciles Foos and owns Deployments.
+// Info says guest-foo-go reconciles Foos, owns Deployments and validates Foos (Validate, in
+// admission.go). It does not finalize: its Deployments carry an owner reference, and Kubernetes'
+// garbage collector deletes them with the Foo.
 func (GuestFoo) Info() guest.Info {
 	return guest.Info{
-		Name:    "guest-foo-go",
-		Version: "0.1.0",
-		Primary: guest.GVK{Group: "samplecontroller.k8s.io", Version: "v1alpha1", Kind: "Foo"},
-		Owns:    []guest.GVK{deploymentGVK},
+		Name:      "guest-foo-go",
+		Version:   "0.2.0",
+		Primary:   guest.GVK{Group: "samplecontroller.k8s.io", Version: "v1alpha1", Kind: "Foo"},
+		Owns:      []guest.GVK{deploymentGVK},
+		Validates: true,
 	}
 }
 

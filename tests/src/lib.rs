@@ -17,6 +17,7 @@ pub mod bench;
 pub mod certs;
 pub mod docs;
 pub mod foo_groups;
+pub mod go_plugins;
 pub mod host;
 pub mod image;
 pub mod plane;

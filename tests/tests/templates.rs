@@ -67,7 +67,7 @@ async fn runs_on_the_cluster(plugin: &Path, name: &str) -> anyhow::Result<()> {
 fn new_plugin_passes_its_tests(lang: &str) -> (PathBuf, PathBuf) {
     let name = format!("hello-{lang}");
     let dir = scaffold(&name, lang);
-    let wit = if lang == "rust" { "wit/v0.2/reconciler.wit" } else { "wit/reconciler.wit" };
+    let wit = if lang == "rust" || lang == "go" { "wit/v0.2/reconciler.wit" } else { "wit/reconciler.wit" };
     for f in ["README.md", "RUNNING.md", "foo.yaml", "crds/foo.yaml", wit, ".gitignore"] {
         assert!(dir.join(f).is_file(), "{lang}: {f} missing");
     }
@@ -77,7 +77,9 @@ fn new_plugin_passes_its_tests(lang: &str) -> (PathBuf, PathBuf) {
     let info = run(&dir, KWOP, &["plugin", "inspect", "dist/plugin.wasm"]);
     assert!(info.contains(&format!("\"name\": \"{name}\"")), "{info}");
     let out = run(&dir, KWOP, &["plugin", "test", "dist/plugin.wasm", "fixtures", "--crd", "crds/foo.yaml"]);
-    assert!(out.contains("3 passed, 0 failed"), "{out}");
+    // The Go template (on 0.2) adds a finalize fixture and two validate fixtures.
+    let passed = if lang == "go" { "6 passed, 0 failed" } else { "3 passed, 0 failed" };
+    assert!(out.contains(passed), "{out}");
     // The example Foo offline, with the schema check, as the plugin's README shows.
     let out = run(
         &dir,
@@ -103,6 +105,17 @@ fn a_new_go_plugin_builds_and_passes_its_tests() {
     }
     let gomod = std::fs::read_to_string(dir.join("go.mod")).expect("go.mod");
     assert!(gomod.contains("replace kwop.dev/guest => ./wit/go"), "{gomod}");
+    // Its native tests cover the three exports.
+    let tests = run(&dir, "./test.sh", &["-v"]);
+    for t in [
+        "TestWritesTheConfigMap",
+        "TestFinalizeDeletesTheConfigMapAndIsDone",
+        "TestValidateRefusesAFooWithoutDeploymentName",
+    ] {
+        assert!(tests.contains(&format!("--- PASS: {t}")), "{t}: {tests}");
+    }
+    let info = run(&dir, KWOP, &["plugin", "inspect", "dist/plugin.wasm"]);
+    assert!(info.contains("\"finalizes\": true") && info.contains("\"validates\": true"), "{info}");
 }
 
 #[test]

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds a Go kwop plugin (a main package on the SDK kwop.dev/guest) into a WebAssembly component
-# of the world kwop:reconciler@0.1.0, with standard Go (no TinyGo).
+# of the world kwop:reconciler@0.2.0 (wit/v0.2), with standard Go (no TinyGo).
 #
 #   wit/go/build.sh [PLUGIN_DIR [OUT]]   defaults: PLUGIN_DIR=. , OUT=PLUGIN_DIR/dist/plugin.wasm
 #   wit/go/build.sh --go-bin             prints the folder of the go command it builds with (for
@@ -21,7 +21,7 @@
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-WIT="$(cd "$HERE/.." && pwd)"
+WIT="$(cd "$HERE/../v0.2" && pwd)"  # the world kwop:reconciler@0.2.0
 if [ "${1:-}" = --go-bin ]; then
     # shellcheck source=tools.sh
     source "$HERE/tools.sh"
@@ -40,7 +40,7 @@ GO_LOG="$GO_CACHE/build.log"
 : >"$GO_LOG"
 say() { if [ "${VERBOSE:-0}" = 1 ]; then echo "kwop-go: $*" >&2; fi; }
 
-[ -f "$WIT/reconciler.wit" ] || go_fail "no WIT at $WIT/reconciler.wit (the SDK folder must sit in the kwop wit/ folder)"
+[ -f "$WIT/reconciler.wit" ] || go_fail "no WIT at $WIT/reconciler.wit (the SDK folder must sit in the kwop wit/ folder, beside v0.2/)"
 [ -f "$PLUGIN/go.mod" ] || go_fail "no go.mod in $PLUGIN (a plugin is a Go module whose main package calls guest.Export)"
 ensure_go
 cargo_tool wasm-tools wasm-tools "$WASM_TOOLS_VERSION" component,validate,print "${KWOP_C_CACHE:-$HOME/.cache/kwop/guests/c}/tools"

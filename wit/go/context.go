@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 	"unsafe"
 )
 
@@ -27,8 +28,22 @@ type Context struct {
 	// Recorder collects events to record on the primary; they are returned with the outcome or
 	// the failure, whichever the reconcile ends with.
 	Recorder Recorder
-	owned    []string
-	primary  string
+	// Now is the call's instant (the request's `now`, UTC): what the clock reads during the call
+	// and what a condition's lastTransitionTime says when its status changes.
+	Now time.Time
+	// Generation is the primary's metadata.generation (0 in an admission request for a new
+	// object): the observedGeneration of what this call writes.
+	Generation int64
+	owned      []string
+	primary    string
+}
+
+// Condition is a condition observed at this call: ObservedGeneration is the primary's
+// generation. Put it in the status with SetStatusCondition (which keeps lastTransitionTime when
+// the status did not change, else sets it to Now).
+func (c *Context) Condition(conditionType string, status ConditionStatus, reason, message string) Condition {
+	return Condition{Type: conditionType, Status: status, ObservedGeneration: c.Generation,
+		LastTransitionTime: NewTime(c.Now), Reason: reason, Message: message}
 }
 
 // PrimaryJSON is the primary object as the host sent it.

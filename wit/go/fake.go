@@ -13,7 +13,16 @@ type FakeCache struct {
 	// Namespace is what an empty namespace means for namespaced kinds (the primary's; Run sets it
 	// when it is empty).
 	Namespace string
-	objects   []fakeObject
+	// Now is the instant the calls see (Context.Now, AdmissionRequest.Now); zero: the wall clock.
+	Now     time.Time
+	objects []fakeObject
+}
+
+func (c *FakeCache) now() time.Time {
+	if c.Now.IsZero() {
+		return time.Now().UTC()
+	}
+	return c.Now
 }
 
 type fakeObject struct {
@@ -118,44 +127,24 @@ type LogLine struct {
 
 // Run calls r.Reconcile natively, the way the host calls the component: primary (JSON text or
 // a Go object) is decoded into P, the owned objects are those of cache whose kind is in
-// r.Info().Owns, in the primary's namespace, controlled by the primary's UID; what the reconcile
-// returns goes through the same checks as in the component. A nil cache is an empty one.
+// r.Info().Owns, in the primary's namespace, controlled by the primary's UID (and, for
+// OwnsAcrossNamespaces, those labelled kwop.dev/owner-uid=<UID>, in any namespace); what the
+// reconcile returns goes through the same checks as in the component. A nil cache is an empty
+// one. Context.Now is the wall clock (set the cache's Now to fix it).
 func Run[P any](r Reconciler[P], primary any, cache *FakeCache) Result {
-	text, err := jsonText(primary)
-	if err != nil {
-		panic(fmt.Sprintf("guest.Run: %v", err))
-	}
-	var pm struct {
-		Metadata ObjectMeta `json:"metadata"`
-	}
-	_ = json.Unmarshal([]byte(text), &pm)
-	if cache == nil {
-		cache = NewFakeCache()
-	}
-	if cache.Namespace == "" {
-		cache.Namespace = pm.Metadata.Namespace
-	}
-	var owned []string
-	for _, gvk := range r.Info().Owns {
-		for i := range cache.objects {
-			o := &cache.objects[i]
-			ref := GetControllerOf(&o.meta.Metadata)
-			if cache.matches(o, gvk, pm.Metadata.Namespace) && o.meta.Metadata.Namespace == pm.Metadata.Namespace &&
-				pm.Metadata.UID != "" && ref != nil && ref.UID == pm.Metadata.UID {
-				owned = append(owned, o.text)
-			}
-		}
-	}
-
+	text, cache, owned := prepare(r, "guest.Run", primary, cache)
 	var res Result
-	saved := logSink
-	logSink = func(level LogLevel, message string) { res.Log = append(res.Log, LogLine{level, message}) }
-	defer func() { logSink = saved }()
-	w, f := run(r, text, owned, cache)
+	defer capture(&res.Log)()
+	w, f := run(r, text, owned, cache.now(), cache)
 	if f != nil {
 		res.Failure, res.Events = f, f.Events
 		return res
 	}
+	res.fill(w)
+	return res
+}
+
+func (res *Result) fill(w wireOutcome) {
 	for _, a := range w.apply {
 		res.Apply = append(res.Apply, json.RawMessage(a))
 	}
@@ -167,7 +156,55 @@ func Run[P any](r Reconciler[P], primary any, cache *FakeCache) Result {
 		d := time.Duration(*w.requeue) * time.Millisecond
 		res.RequeueAfter = &d
 	}
-	return res
+}
+
+// prepare is the primary's text, the cache (with its namespace set) and the owned objects, as
+// the host would send them.
+func prepare[P any](r Reconciler[P], caller string, primary any, cache *FakeCache) (string, *FakeCache, []string) {
+	text, err := jsonText(primary)
+	if err != nil {
+		panic(fmt.Sprintf("%s: %v", caller, err))
+	}
+	var pm struct {
+		Metadata ObjectMeta `json:"metadata"`
+	}
+	_ = json.Unmarshal([]byte(text), &pm)
+	if cache == nil {
+		cache = NewFakeCache()
+	}
+	if cache.Namespace == "" {
+		cache.Namespace = pm.Metadata.Namespace
+	}
+	uid := pm.Metadata.UID
+	var owned []string
+	info := r.Info()
+	for _, gvk := range info.Owns {
+		for i := range cache.objects {
+			o := &cache.objects[i]
+			ref := GetControllerOf(&o.meta.Metadata)
+			if cache.matches(o, gvk, pm.Metadata.Namespace) && o.meta.Metadata.Namespace == pm.Metadata.Namespace &&
+				uid != "" && ref != nil && ref.UID == uid {
+				owned = append(owned, o.text)
+			}
+		}
+	}
+	for _, gvk := range info.OwnsAcrossNamespaces {
+		for i := range cache.objects {
+			o := &cache.objects[i]
+			if o.meta.APIVersion == gvk.APIVersion() && o.meta.Kind == gvk.Kind && uid != "" &&
+				o.meta.Metadata.Labels["kwop.dev/owner-uid"] == uid {
+				owned = append(owned, o.text)
+			}
+		}
+	}
+	return text, cache, owned
+}
+
+// capture sends the log to lines until the returned function is called.
+func capture(lines *[]LogLine) func() {
+	saved := logSink
+	logSink = func(level LogLevel, message string) { *lines = append(*lines, LogLine{level, message}) }
+	return func() { logSink = saved }
 }
 
 func jsonText(v any) (string, error) {

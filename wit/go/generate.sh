@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates the SDK's WIT bindings (internal/bindings) and its copy of the canonical-ABI runtime
-# (internal/wit) from wit/reconciler.wit, with pinned tools. Run it after changing the WIT.
+# (internal/wit) from wit/v0.2/reconciler.wit, with pinned tools. Run it after changing the WIT.
 #
 #   wit/go/generate.sh          rewrite the generated files
 #   wit/go/generate.sh --check  only compare: exit 1 (and say what differs) when they are stale
@@ -17,7 +17,7 @@
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-WIT="$(cd "$HERE/.." && pwd)"
+WIT="$(cd "$HERE/../v0.2" && pwd)"  # the world kwop:reconciler@0.2.0
 check=0
 case "${1:-}" in --check) check=1 ;; "") ;; *) echo "usage: $0 [--check]" >&2; exit 2 ;; esac
 

@@ -29,3 +29,24 @@ func TestAnEmptyDeploymentNameIsNotRetried(t *testing.T) {
 		t.Fatalf("got %+v", r)
 	}
 }
+
+const deleting = `{"apiVersion":"samplecontroller.k8s.io/v1alpha1","kind":"Foo",
+  "metadata":{"name":"example","namespace":"default","uid":"u1","deletionTimestamp":"2026-01-01T00:00:00Z"},
+  "spec":{"deploymentName":"web"}}`
+
+func TestFinalizeDeletesTheConfigMapAndIsDone(t *testing.T) {
+	r := guest.RunFinalize[Foo](Plugin{}, deleting, nil)
+	if r.Failure != nil || !r.Done || len(r.Delete) != 1 || r.Delete[0].Name != "example-info" {
+		t.Fatalf("got %+v", r)
+	}
+}
+
+func TestValidateRefusesAFooWithoutDeploymentName(t *testing.T) {
+	r := guest.RunValidate[Foo](Plugin{}, guest.Create, `{"metadata":{"name":"example"},"spec":{}}`, nil, nil)
+	if r.Allowed() || len(r.Violations) != 1 || r.Violations[0].Field != "spec.deploymentName" {
+		t.Fatalf("got %+v", r)
+	}
+	if r := guest.RunValidate[Foo](Plugin{}, guest.Create, foo, nil, nil); !r.Allowed() {
+		t.Fatalf("a good Foo: %+v", r)
+	}
+}

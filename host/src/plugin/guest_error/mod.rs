@@ -5,6 +5,8 @@
 
 use super::errors::CallError;
 
+mod go;
+
 /// The tracing target of everything a plugin says (stdout, stderr, `log` calls).
 pub const TARGET: &str = "kwop::plugin";
 
@@ -110,6 +112,9 @@ fn explain_record(r: &str) -> Option<String> {
         ["Error", "TypeError", "ReferenceError", "RangeError", "SyntaxError", "URIError", "EvalError", "InternalError"];
     if r.lines().nth(1).map(str::trim_end) == Some("Stack:") {
         return Some(r.to_string());
+    }
+    if let Some(m) = go::go_failure(r) {
+        return Some(m);
     }
     let head = first.trim_start_matches("Uncaught ").trim_start_matches("Exception: ");
     if JS.iter().any(|e| head.starts_with(&format!("{e}: ")) || head == *e) {
