@@ -39,9 +39,9 @@ const JS_WIT_TYPES: [(&str, &str); 4] = [
 ];
 const PY_HELPER: &str = include_str!("../../../wit/python/kwop.py");
 const PY_TESTING: &str = include_str!("../../../wit/python/kwop_testing.py");
-const C_JSON: &str = include_str!("../../../guest-foo/c/src/json.c");
-const C_JSON_H: &str = include_str!("../../../guest-foo/c/src/json.h");
-const C_ESCAPE_TABLE: &str = include_str!("../../../guest-foo/c/src/debug_escape_table.h");
+const C_JSON: &str = include_str!("../../../wit/c/json.c");
+const C_JSON_H: &str = include_str!("../../../wit/c/json.h");
+const C_ESCAPE_TABLE: &str = include_str!("../../../wit/c/debug_escape_table.h");
 
 /// The extra files of a plugin in `lang`, as (path in the plugin folder, contents).
 pub(super) fn files(lang: &str, vars: &Vars) -> Vec<(PathBuf, Vec<u8>)> {
