@@ -118,11 +118,13 @@ static reconciler_string_t borrowed(const char *s) {
     return (reconciler_string_t){(uint8_t *)s, s ? strlen(s) : 0};
 }
 
-static char *text(reconciler_string_t s) { /* a NUL-terminated copy; frees s */
+/* A NUL-terminated copy; frees s, which was allocated only when non-empty (an empty string's
+ * pointer is whatever cabi_realloc answered for 0 bytes, not a heap block). */
+static char *text(reconciler_string_t s) {
     char *t = must(malloc(s.len + 1));
     if (s.len) memcpy(t, s.ptr, s.len);
     t[s.len] = '\0';
-    free(s.ptr);
+    if (s.len) free(s.ptr);
     return t;
 }
 
@@ -143,7 +145,7 @@ static char **host_query(void *self, const kwop_gvk *kind, const char *ns, const
     kwop_reconciler_cache_query(&k, ns ? &nsv : NULL, selector ? &sel : NULL, &list);
     char **out = must(malloc((list.len + 1) * sizeof *out));
     for (size_t i = 0; i < list.len; i++) out[i] = text(list.ptr[i]);
-    free(list.ptr);
+    if (list.len) free(list.ptr);
     *len = list.len;
     return out;
 }
