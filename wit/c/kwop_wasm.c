@@ -99,12 +99,12 @@ static kwop_reconciler_types_option_json_t status(kwop_result *r) {
 static void failure(kwop_result *r, const char *call, reconciler_failure_t *err) {
     memset(err, 0, sizeof *err);
     if (!r->failure) kwop_fail_at(r, r->retry, r->file, r->line, r->function, "%s failed without a message", call);
-    /* the place goes to the host's log; the message stays exactly what the plugin wrote */
+    /* the place goes to the host's debug log; the message stays exactly what the plugin wrote */
     char where[1200];
     snprintf(where, sizeof where, "%s failed at %s:%d in %s: %s", call, r->file ? r->file : "?", r->line,
              r->function ? r->function : "?", r->failure);
     reconciler_string_t m = owned(where);
-    kwop_reconciler_log_log(KWOP_RECONCILER_LOG_LEVEL_WARN, &m);
+    kwop_reconciler_log_log(KWOP_RECONCILER_LOG_LEVEL_DEBUG, &m);
     free(m.ptr);
     err->message = take(r->failure);
     r->failure = NULL;
