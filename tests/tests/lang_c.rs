@@ -72,7 +72,8 @@ fn the_c_sdk_passes_its_native_tests() {
 fn guest_foo_c_passes_the_foo_and_validation_fixtures_offline() {
     let crd = repo("crds/foo.yaml");
     for (fixtures, n) in [("tests/fixtures/foo", 13), ("tests/fixtures/foo-validate", 6)] {
-        let (ok, out, err) = kwop(&["plugin", "test", "--plugin-timeout=10s", guest_foo_c(), &repo(fixtures), "--crd", &crd]);
+        let (ok, out, err) =
+            kwop(&["plugin", "test", "--plugin-timeout=10s", guest_foo_c(), &repo(fixtures), "--crd", &crd]);
         assert!(ok && out.contains(&format!("{n} passed, 0 failed")), "{fixtures}:\n{out}{err}");
     }
     let (_, info, _) = kwop(&["plugin", "inspect", guest_foo_c()]);

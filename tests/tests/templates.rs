@@ -122,7 +122,9 @@ fn a_new_c_plugin_builds_and_passes_its_tests_and_its_fixtures_diff_and_update()
     assert!(out.contains("2 passed, 0 failed"), "{out}");
     let plugin = dir.join("src/plugin.c");
     let good_src = std::fs::read_to_string(&plugin).expect("plugin.c");
-    for (from, to) in [("    out->done = true;", "    out->done = false;"), ("kwop_refuse(out,", "if (0) kwop_refuse(out,")] {
+    for (from, to) in
+        [("    out->done = true;", "    out->done = false;"), ("kwop_refuse(out,", "if (0) kwop_refuse(out,")]
+    {
         assert!(good_src.contains(from), "{from}");
         std::fs::write(&plugin, good_src.replace(from, to)).expect("write");
         let broken = Command::new("./test.sh").current_dir(&dir).output().expect("test.sh runs");
