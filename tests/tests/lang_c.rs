@@ -228,7 +228,8 @@ async fn a_failing_c_finalize_keeps_the_foo_with_a_finalize_failed_event() -> an
     configmap_where(&client, &ns, "stuck-c", "reconciled", |_| true).await?;
     api.delete("stuck", &DeleteParams::default()).await?;
     let e = event_with_reason(&client, &ns, "stuck", "FinalizeFailed").await?;
-    assert_eq!(e.note.as_deref(), Some("cleanup backend unavailable"));
+    // the host names the plugin before the message the code wrote
+    assert_eq!(e.note.as_deref(), Some("c-faults 0.1.0: cleanup backend unavailable"));
     let still = api.get_opt("stuck").await?.expect("the deletion waits for the finalizer");
     assert!(still.metadata.deletion_timestamp.is_some());
     assert!(still.metadata.finalizers.unwrap_or_default().contains(&"kwop.dev/c-faults".to_string()));
@@ -252,8 +253,8 @@ async fn a_c_validate_error_is_refused_under_fail_and_admitted_under_ignore_with
         let a = admitting(plane, &dir, &ns, policy)?;
         configured(&client, &a.configuration, "c-faults").await?;
         // Its own refusal holds under either policy.
-        let refused = apply_answered(plane, &ns, &foo_yaml("no", Some("refuse"))).await.expect_err("refused");
-        assert!(refused.contains("spec.deploymentName: c-faults refuses no"), "{refused}");
+        let refused = apply_answered(plane, &ns, &foo_yaml("nope", Some("refuse"))).await.expect_err("refused");
+        assert!(refused.contains("spec.deploymentName: c-faults refuses nope"), "{refused}");
         let r = apply_answered(plane, &ns, &foo_yaml("boom", Some("explode"))).await;
         match (admitted, &r) {
             (false, Err(e)) => assert!(e.contains("validator lost its rules for boom"), "{e}"),
