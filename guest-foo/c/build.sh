@@ -5,4 +5,4 @@
 #   guest-foo/c/build.sh [OUT]        (default: guest-foo/c/dist/foo.wasm)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-KWOP_PLUGIN_DIR="$here" exec "$here/../../host/templates/c/build.sh" "${1:-$here/dist/foo.wasm}"
+KWOP_PLUGIN_DIR="$here" KWOP_C_SDK="$(cd "$here/../../wit/c" && pwd)" exec "$here/../../host/templates/c/build.sh" "${1:-$here/dist/foo.wasm}"

@@ -14,6 +14,7 @@
 
 pub mod audit;
 pub mod bench;
+pub mod c_plugins;
 pub mod certs;
 pub mod docs;
 pub mod foo_groups;

@@ -67,7 +67,7 @@ async fn runs_on_the_cluster(plugin: &Path, name: &str) -> anyhow::Result<()> {
 fn new_plugin_passes_its_tests(lang: &str) -> (PathBuf, PathBuf) {
     let name = format!("hello-{lang}");
     let dir = scaffold(&name, lang);
-    let wit = if lang == "rust" || lang == "go" { "wit/v0.2/reconciler.wit" } else { "wit/reconciler.wit" };
+    let wit = if matches!(lang, "rust" | "go" | "c") { "wit/v0.2/reconciler.wit" } else { "wit/reconciler.wit" };
     for f in ["README.md", "RUNNING.md", "foo.yaml", "crds/foo.yaml", wit, ".gitignore"] {
         assert!(dir.join(f).is_file(), "{lang}: {f} missing");
     }
@@ -123,10 +123,27 @@ fn a_new_javascript_plugin_builds_and_passes_its_tests() {
     new_plugin_passes_its_tests("js");
 }
 
-/// The C one (the quickest to build) also shows a failing fixture's field diff and `--update`.
+/// The C one (the quickest to build) also shows a failing fixture's field diff and `--update`;
+/// it is on 0.2 with a finalize and a validate, natively tested (a broken finalize fails
+/// ./test.sh) and with admission fixtures.
 #[test]
 fn a_new_c_plugin_builds_and_passes_its_tests_and_its_fixtures_diff_and_update() {
     let (dir, _) = new_plugin_passes_its_tests("c");
+    let info = run(&dir, KWOP, &["plugin", "inspect", "dist/plugin.wasm"]);
+    assert!(info.contains("\"finalizes\": true") && info.contains("\"validates\": true"), "{info}");
+    let out = run(&dir, KWOP, &["plugin", "test", "dist/plugin.wasm", "fixtures-validate", "--crd", "crds/foo.yaml"]);
+    assert!(out.contains("2 passed, 0 failed"), "{out}");
+    let plugin = dir.join("src/plugin.c");
+    let good_src = std::fs::read_to_string(&plugin).expect("plugin.c");
+    for (from, to) in
+        [("    out->done = true;", "    out->done = false;"), ("kwop_refuse(out,", "if (0) kwop_refuse(out,")]
+    {
+        assert!(good_src.contains(from), "{from}");
+        std::fs::write(&plugin, good_src.replace(from, to)).expect("write");
+        let broken = Command::new("./test.sh").current_dir(&dir).output().expect("test.sh runs");
+        assert!(!broken.status.success(), "./test.sh passes with {to:?}");
+    }
+    std::fs::write(&plugin, &good_src).expect("write");
     let expected = dir.join("fixtures/creates-the-configmap/expected.json");
     let good = std::fs::read_to_string(&expected).expect("expected.json");
     assert!(good.contains("\"replicas\": \"2\""), "{good}");

@@ -367,3 +367,75 @@ void foo_result_free(foo_result *r) {
     free(r->event.message);
     memset(r, 0, sizeof *r);
 }
+
+/* ---- admission: guest-foo's `admit` ------------------------------------------------------------ */
+
+static int parse_foo(const char *text, json_value **doc, foo_t *foo, sb_t *err) {
+    *foo = (foo_t){EMPTY, EMPTY, EMPTY, 0, EMPTY, 0, 0};
+    *doc = json_parse(text, strlen(text), err);
+    return *doc && de_struct(*doc, "struct Foo", FOO_FIELDS, 2, foo_field, foo, err);
+}
+
+static int str_eq(str_t a, str_t b) { return a.len == b.len && memcmp(a.ptr, b.ptr, a.len) == 0; }
+
+int foo_admit(const char *object, const char *old_object, foo_lookup_fn lookup, void *ctx, foo_admission *out) {
+    memset(out, 0, sizeof *out);
+    json_value *doc = NULL, *old_doc = NULL;
+    foo_t foo, old;
+    sb_t err, msg;
+    sb_init(&err);
+    sb_init(&msg);
+    if (!parse_foo(object, &doc, &foo, &err)) {
+        sb_puts(&msg, "the Foo does not parse: ");
+        sb_putn(&msg, err.ptr, err.len);
+        out->verdict = FOO_REFUSED;
+        out->field = 0;
+    } else {
+        str_t n = foo.deployment_name;
+        if (!foo.has_deployment_name || n.len == 0) {
+            sb_puts(&msg, "is required: the name of the Deployment this Foo manages");
+        } else if (check_dns_subdomain(n)) {
+            sb_put_debug_string(&msg, n.ptr, n.len);
+            sb_puts(&msg, " is not a valid Deployment name: ");
+            sb_puts(&msg, check_dns_subdomain(n));
+        } else {
+            size_t len = 0;
+            char *found = lookup(ctx, foo.namespace_.ptr, foo.namespace_.len, n.ptr, n.len, &len);
+            if (found) {
+                sb_t perr;
+                sb_init(&perr);
+                json_value *d = json_parse(found, len, &perr);
+                sb_free(&perr);
+                if (!d || !is_controlled_by(d, foo.uid)) {
+                    sb_puts(&msg, "Deployment ");
+                    sb_put_debug_string(&msg, n.ptr, n.len);
+                    sb_puts(&msg, " already exists in namespace ");
+                    sb_put_debug_string(&msg, foo.namespace_.ptr, foo.namespace_.len);
+                    sb_puts(&msg, " and is not managed by this Foo; choose another name");
+                }
+                json_free(d);
+                free(found);
+            }
+        }
+        if (msg.len) {
+            /* an UPDATE leaving spec alone is only warned about: the problem is not new */
+            sb_t oerr;
+            sb_init(&oerr);
+            int same = old_object && parse_foo(old_object, &old_doc, &old, &oerr) &&
+                       old.has_deployment_name == foo.has_deployment_name &&
+                       str_eq(old.deployment_name, foo.deployment_name) && old.has_replicas == foo.has_replicas &&
+                       (!foo.has_replicas || old.replicas == foo.replicas);
+            sb_free(&oerr);
+            out->verdict = same ? FOO_WARNED : FOO_REFUSED;
+            out->field = 1;
+        }
+    }
+    int ok = !msg.oom && !err.oom;
+    size_t n;
+    out->message = msg.len ? sb_take(&msg, &n) : NULL;
+    sb_free(&msg);
+    sb_free(&err);
+    json_free(doc);
+    json_free(old_doc);
+    return ok;
+}

@@ -45,4 +45,18 @@ int foo_reconcile(const char *primary, size_t primary_len, foo_lookup_fn lookup,
                   void *ctx, foo_result *out);
 void foo_result_free(foo_result *r);
 
+/* guest-foo's admission: allowed, allowed with a warning (an UPDATE that leaves an old problem in
+ * spec alone), or refused. `message` (malloc'd, NULL when allowed) says why; `field` 1 means it is
+ * about spec.deploymentName (a warning then reads "spec.deploymentName: <message>"). */
+typedef enum { FOO_ALLOWED, FOO_WARNED, FOO_REFUSED } foo_verdict;
+typedef struct {
+    foo_verdict verdict;
+    int field;
+    char *message;
+} foo_admission;
+
+/* Checks a Foo (JSON text, NUL-terminated) and, on UPDATE, the stored one (else NULL). Returns 0
+ * only when out of memory. */
+int foo_admit(const char *object, const char *old_object, foo_lookup_fn lookup, void *ctx, foo_admission *out);
+
 #endif

@@ -1,5 +1,6 @@
 /* Native check of the canonical-ABI memory contract (tests/abi_leak.sh): runs the generated
- * export glue (gen/reconciler.c) and src/component.c as the host would — arguments allocated
+ * export glue (gen/reconciler.c), the C SDK's glue (wit/c/kwop_wasm.c) and src/component.c as the
+ * host would — arguments allocated
  * with cabi_realloc and handed over, results read and then released by the post-return
  * functions, cache.get answers allocated with cabi_realloc — under LeakSanitizer. Any
  * allocation not freed by the end is reported and fails the run. */
@@ -12,8 +13,13 @@
 void *cabi_realloc(void *ptr, size_t old_size, size_t align, size_t new_size);
 uint8_t *__wasm_export_exports_reconciler_info(void);
 void __wasm_export_exports_reconciler_info_post_return(uint8_t *);
-uint8_t *__wasm_export_exports_reconciler_reconcile(uint8_t *, size_t, uint8_t *, size_t);
+uint8_t *__wasm_export_exports_reconciler_reconcile(uint8_t *, size_t, uint8_t *, size_t, int64_t, int32_t);
 void __wasm_export_exports_reconciler_reconcile_post_return(uint8_t *);
+uint8_t *__wasm_export_exports_reconciler_finalize(uint8_t *, size_t, uint8_t *, size_t, int64_t, int32_t);
+void __wasm_export_exports_reconciler_finalize_post_return(uint8_t *);
+uint8_t *__wasm_export_exports_reconciler_validate(int32_t, uint8_t *, size_t, int32_t, uint8_t *, size_t, uint8_t *,
+                                                   size_t, int32_t, int64_t, int32_t);
+void __wasm_export_exports_reconciler_validate_post_return(uint8_t *);
 
 /* normally in gen/reconciler_component_type.o, a wasm object */
 void __component_type_object_force_link_reconciler(void) {}
@@ -78,9 +84,31 @@ static int reconcile(const char *primary, const char *deployment, int owned) {
             memcpy(list + i * 2 * sizeof(void *) + sizeof(void *), &l, sizeof l);
         }
     }
-    uint8_t *ret = __wasm_export_exports_reconciler_reconcile(p, len, list, n);
+    uint8_t *ret = __wasm_export_exports_reconciler_reconcile(p, len, list, n, 1767323045, 0);
     int is_err = ret[0];
     __wasm_export_exports_reconciler_reconcile_post_return(ret);
+    return is_err;
+}
+
+static int finalize(const char *primary) {
+    size_t len;
+    uint8_t *p = host_string(primary, &len);
+    uint8_t *ret = __wasm_export_exports_reconciler_finalize(p, len, NULL, 0, 1767323045, 0);
+    int is_err = ret[0];
+    __wasm_export_exports_reconciler_finalize_post_return(ret);
+    return is_err;
+}
+
+/* 1: refused (an err with violations), 0: allowed */
+static int validate(const char *object, const char *old, const char *deployment) {
+    cached = deployment;
+    size_t len, old_len = 0, user_len;
+    uint8_t *p = host_string(object, &len), *o = old ? host_string(old, &old_len) : NULL;
+    uint8_t *u = host_string("tester", &user_len);
+    uint8_t *ret = __wasm_export_exports_reconciler_validate(old != NULL, p, len, old != NULL, o, old_len, u,
+                                                             user_len, 0, 1767323045, 0);
+    int is_err = ret[0];
+    __wasm_export_exports_reconciler_validate_post_return(ret);
     return is_err;
 }
 
@@ -102,10 +130,17 @@ int main(void) {
     failures += reconcile("{\"spec\":{\"deploymentName\":\"A\"}}", NULL, 0) != 1;
     failures += reconcile("", NULL, 0) != 1;                       /* not JSON, no events */
     failures += reconcile("{\"spec\":7}", NULL, 1) != 1;           /* does not parse */
-    if (failures || gets != 5 || logs != 2) {
+    failures += finalize(foo) != 0;                                /* the SDK's default: done */
+    failures += validate(foo, NULL, NULL) != 0;                    /* allowed */
+    failures += validate(foo, NULL, "{}") != 1;                    /* someone else's Deployment */
+    failures += validate(foo, foo, "{}") != 0;                     /* an old problem: a warning */
+    failures += validate("{\"spec\":{}}", NULL, NULL) != 1;        /* missing */
+    failures += validate("{\"spec\":7}", NULL, NULL) != 1;         /* does not parse */
+    /* 5 gets by reconcile, 3 by validate; 2 logs by foo.c, 5 places of kwop_fail */
+    if (failures || gets != 8 || logs != 7) {
         fprintf(stderr, "unexpected results: %d failures, %d gets, %d logs\n", failures, gets, logs);
         return 1;
     }
-    printf("abi: info + 9 reconciles, every allocation freed\n");
+    printf("abi: info + 9 reconciles + 1 finalize + 5 validates, every allocation freed\n");
     return 0;
 }

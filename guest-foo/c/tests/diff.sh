@@ -11,8 +11,8 @@ CACHE="${KWOP_C_CACHE:-$HOME/.cache/kwop/guests/c}"
 WORK="$CACHE/diff"
 mkdir -p "$WORK"
 
-cc -std=c11 -O1 -g -Wall -Wextra -Werror -fsanitize=address,undefined -fno-sanitize-recover=all \
-    -o "$WORK/driver" "$HERE/driver.c" "$HERE/../src/foo.c" "$HERE/../src/json.c" -lm
+cc -std=c11 -O1 -g -Wall -Wextra -Werror -fsanitize=address,undefined -fno-sanitize-recover=all -I"$HERE/../../../wit/c" \
+    -o "$WORK/driver" "$HERE/driver.c" "$HERE/../src/foo.c" "$HERE/../../../wit/c/json.c" -lm
 # The oracle is built from a copy in the cache, with the workspace's lock file (the same
 # serde_json as the shipped guest) and nothing written into the source tree.
 GUEST="$(cd "$HERE/../.." && pwd)"

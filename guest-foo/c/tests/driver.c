@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "../src/foo.h"
-#include "../src/json.h"
+#include "json.h"
 
 typedef struct {
     const json_value *deployment; /* JSON string or null */

@@ -1,8 +1,9 @@
 //! Files a new plugin gets from elsewhere in the repository, so each exists once: the WIT (0.2 for
-//! Rust and Go, whose SDKs implement it; 0.1 for the other languages, whose helpers do), the
+//! Rust, Go and C, whose SDKs implement it; 0.1 for the other languages, whose helpers do), the
 //! Foo CRD, the Rust SDK (with a standalone manifest and the workspace's lock file), the pinned
 //! JavaScript and Python toolchains and helper modules (`wit/js`, `wit/python`, vendored into
-//! `src/`), the C JSON library and the Go SDK (`wit/go`, with its build script).
+//! `src/`), the C SDK with its JSON library (`wit/c`, into `src/`) and the Go SDK (`wit/go`, with
+//! its build script).
 
 use super::Vars;
 use include_dir::{include_dir, Dir, DirEntry};
@@ -39,14 +40,20 @@ const JS_WIT_TYPES: [(&str, &str); 4] = [
 ];
 const PY_HELPER: &str = include_str!("../../../wit/python/kwop.py");
 const PY_TESTING: &str = include_str!("../../../wit/python/kwop_testing.py");
-const C_JSON: &str = include_str!("../../../guest-foo/c/src/json.c");
-const C_JSON_H: &str = include_str!("../../../guest-foo/c/src/json.h");
-const C_ESCAPE_TABLE: &str = include_str!("../../../guest-foo/c/src/debug_escape_table.h");
+const C_SDK: [(&str, &str); 4] = [
+    ("src/kwop.h", include_str!("../../../wit/c/kwop.h")),
+    ("src/kwop.c", include_str!("../../../wit/c/kwop.c")),
+    ("src/kwop_wasm.c", include_str!("../../../wit/c/kwop_wasm.c")),
+    ("src/kwop_testing.h", include_str!("../../../wit/c/kwop_testing.h")),
+];
+const C_JSON: &str = include_str!("../../../wit/c/json.c");
+const C_JSON_H: &str = include_str!("../../../wit/c/json.h");
+const C_ESCAPE_TABLE: &str = include_str!("../../../wit/c/debug_escape_table.h");
 
 /// The extra files of a plugin in `lang`, as (path in the plugin folder, contents).
 pub(super) fn files(lang: &str, vars: &Vars) -> Vec<(PathBuf, Vec<u8>)> {
     let wit =
-        if lang == "rust" || lang == "go" { ("wit/v0.2/reconciler.wit", WIT_V02) } else { ("wit/reconciler.wit", WIT) };
+        if matches!(lang, "rust" | "go" | "c") { ("wit/v0.2/reconciler.wit", WIT_V02) } else { ("wit/reconciler.wit", WIT) };
     let mut out = vec![(wit.0, wit.1.to_string()), ("crds/foo.yaml", FOO_CRD.to_string())];
     match lang {
         "rust" => {
@@ -75,6 +82,7 @@ pub(super) fn files(lang: &str, vars: &Vars) -> Vec<(PathBuf, Vec<u8>)> {
             out.push(("src/json.c", C_JSON.to_string()));
             out.push(("src/json.h", C_JSON_H.to_string()));
             out.push(("src/debug_escape_table.h", C_ESCAPE_TABLE.to_string()));
+            out.extend(C_SDK.iter().map(|(p, t)| (*p, t.to_string())));
         }
         "go" => {
             let mut sdk = Vec::new();

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the C kwop plugin in this folder into a WebAssembly component (WIT world
-# kwop:reconciler@0.1.0): every src/*.c, against the WIT in wit/ (kwop's own guests use the
-# repository's wit/).
+# kwop:reconciler@0.2.0): every src/*.c with the C SDK (kwop.h, kwop.c, kwop_wasm.c, json.c:
+# vendored in src/ by `kwop plugin new`, the repository's wit/c/ for kwop's own guests), against
+# the WIT in wit/v0.2/ (kwop's own guests: the repository's wit/v0.2/).
 #
 #   ./build.sh [OUT]        default OUT: dist/plugin.wasm
 #
@@ -11,13 +12,17 @@
 # (WASI preview 1; Debian's wasi-libc has no preview 2) and turns the core module into a
 # component with `wasm-tools component new`. Nothing is rebuilt when nothing changed.
 #
-# Environment: KWOP_C_CACHE (default ~/.cache/kwop/guests/c, shared by every C plugin), CLANG
+# Environment: KWOP_C_SDK (the SDK folder when it is not in src/), KWOP_WIT (the WIT folder when
+# it is not wit/v0.2/), KWOP_C_CACHE (default ~/.cache/kwop/guests/c, shared by every C plugin), CLANG
 # (default clang-19), VERBOSE=1 to show every step. This script is shared by
 # `kwop plugin new --lang c` and kwop's own guest-foo/c.
 set -euo pipefail
 
 HERE="${KWOP_PLUGIN_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}"
-if [ -d "$HERE/wit" ]; then WIT="$HERE/wit"; else WIT="$(cd "$HERE/../../wit" && pwd)"; fi
+if [ -n "${KWOP_WIT:-}" ]; then WIT="$KWOP_WIT"; elif [ -d "$HERE/wit/v0.2" ]; then WIT="$HERE/wit/v0.2"; else WIT="$(cd "$HERE/../../wit/v0.2" && pwd)"; fi
+SDK="${KWOP_C_SDK:-$HERE/src}"
+SDK_SOURCES=()
+if [ "$SDK" != "$HERE/src" ]; then SDK_SOURCES=("$SDK/kwop.c" "$SDK/kwop_wasm.c" "$SDK/json.c"); fi
 OUT="${1:-$HERE/dist/plugin.wasm}"
 case "$OUT" in /*) ;; *) OUT="$PWD/$OUT" ;; esac
 CACHE="${KWOP_C_CACHE:-$HOME/.cache/kwop/guests/c}"
@@ -85,7 +90,9 @@ WASM_TOOLS="$TOOLS/bin/wasm-tools"
 
 # ---- up to date? ------------------------------------------------------------------------------
 
-SOURCES=("$HERE"/src/*.c "$HERE"/src/*.h)
+shopt -s nullglob
+SOURCES=("$HERE"/src/*.c "$HERE"/src/*.h "${SDK_SOURCES[@]}" "$SDK"/*.h)
+shopt -u nullglob
 stamp="$({
     echo "$OUT"
     "$CLANG" --version | sed -n 1p
@@ -114,13 +121,15 @@ run "wit-bindgen c" "$WIT_BINDGEN" c "$WIT" --world reconciler --out-dir "$GEN"
 BUILD="$CACHE/build"
 mkdir -p "$BUILD"
 CORE="$BUILD/$(echo "$OUT" | sha256sum | cut -c1-16).core.wasm"
-CFLAGS=(--target=wasm32-wasi -Os -std=c11 -Wall -Wextra -Werror -I"$HERE/src" -I"$GEN")
+# __FILE__ (in panics and kwop_fail) names src/plugin.c, not where the folder happens to be.
+CFLAGS=(--target=wasm32-wasi -Os -std=c11 -Wall -Wextra -Werror -I"$HERE/src" -I"$SDK" -I"$GEN"
+    -fmacro-prefix-map="$HERE/=" -fmacro-prefix-map="$SDK/=kwop-sdk/")
 # A reactor: no main, exports only what the WIT world says. gc-sections drops unused libc.
 LDFLAGS=(-mexec-model=reactor -Wl,--gc-sections -Wl,--strip-debug)
 say "$CLANG ${CFLAGS[*]} ${LDFLAGS[*]}"
 echo "+ $CLANG ..." >>"$LOG"
 if ! "$CLANG" "${CFLAGS[@]}" "${LDFLAGS[@]}" -o "$CORE" \
-    "$HERE"/src/*.c "$GEN/reconciler.c" "$GEN/reconciler_component_type.o" >>"$LOG" 2>&1; then
+    "$HERE"/src/*.c "${SDK_SOURCES[@]}" "$GEN/reconciler.c" "$GEN/reconciler_component_type.o" >>"$LOG" 2>&1; then
     grep -E "error|warning" "$LOG" | head -20 >&2 || true
     fail "compiling with $CLANG"
 fi

@@ -1,10 +1,10 @@
-// Generates ../src/debug_escape_table.h: the code points that Rust's `{:?}` (Debug) formatting of
+// Generates ../debug_escape_table.h (wit/c): the code points that Rust's `{:?}` (Debug) formatting of
 // a `str` writes as `\u{…}` (non-printable and grapheme-extending characters). guest-foo quotes
 // the deployment name with `{name:?}` in its InvalidSpec message, and the C port must quote it the
 // same way. The table is data, produced by asking the Rust standard library itself; regenerate it
 // with the rustc that builds guest-foo:
 //
-//     RUSTC_VERSION_STR="$(rustc --version)" rustc -O -o /tmp/gen_escape_table tools/gen_escape_table.rs && /tmp/gen_escape_table > src/debug_escape_table.h
+//     RUSTC_VERSION_STR="$(rustc --version)" rustc -O -o /tmp/gen_escape_table tools/gen_escape_table.rs && /tmp/gen_escape_table > debug_escape_table.h
 fn escaped(s: &str, c: char) -> bool {
     let d = format!("{:?}", s);
     d.contains(&format!("\\u{{{:x}}}", c as u32))
