@@ -19,6 +19,7 @@ pub mod docs;
 pub mod foo_groups;
 pub mod host;
 pub mod image;
+pub mod js_plugins;
 pub mod plane;
 pub mod plugins;
 pub mod procs;
