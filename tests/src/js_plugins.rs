@@ -3,10 +3,11 @@
 //! their own `build.sh` or, without one, by the shared JavaScript build script
 //! (`host/templates/js/build.sh`) with guest-foo/js's pinned toolchain.
 //!
-//! The plugin folder is copied (without `node_modules` and `dist`) into
-//! `$CARGO_TARGET_DIR/guests/js-plugins/<name>/p/<dir>`, with `wit/` and `host/` linked two
-//! levels up as in the repository; builds are cached there by a hash of the sources, the WIT, the
-//! SDK (`wit/js`), the build script and the lock file, so a test process builds each once.
+//! A folder with its own `build.sh` is built in place (its build writes only ignored folders); one
+//! without is copied (without `node_modules`, `dist` and `gen`) into
+//! `$CARGO_TARGET_DIR/guests/js-plugins/<name>/p/<name>`, with `wit/` and `host/` linked two
+//! levels up as in the repository. Components are cached in `$CARGO_TARGET_DIR/guests/js-plugins/<name>/`
+//! by a hash of the sources, the WIT, the SDK (`wit/js`), the build script and the lock file.
 
 use anyhow::{bail, Context, Result};
 use std::hash::{Hash, Hasher};
@@ -42,32 +43,44 @@ pub fn build(dir: &str, name: &str) -> Result<PathBuf> {
     let root = crate::repo_root();
     let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target"));
     let work = target.join("guests").join("js-plugins").join(name);
-    let copy = work.join("p").join(name);
-    let _ = std::fs::remove_dir_all(&copy);
+    let own = root.join(dir).join("build.sh");
+    let copy = if own.is_file() { root.join(dir) } else { work.join("p").join(name) };
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    copy_tree(&root.join(dir), &copy, &mut h)?;
-    // The pinned toolchain, unless the plugin pins its own.
-    for f in ["package.json", "package-lock.json"] {
-        if !copy.join(f).exists() {
-            let bytes = std::fs::read(root.join("guest-foo/js").join(f))?;
-            bytes.hash(&mut h);
-            std::fs::write(copy.join(f), bytes)?;
+    if own.is_file() {
+        // Hashed only: a scratch copy goes to the system's temp folder and is removed.
+        let scratch = std::env::temp_dir().join(format!("kwop-js-hash-{}-{name}", std::process::id()));
+        copy_tree(&copy, &scratch, &mut h)?;
+        let _ = std::fs::remove_dir_all(&scratch);
+    } else {
+        let _ = std::fs::remove_dir_all(&copy);
+        copy_tree(&root.join(dir), &copy, &mut h)?;
+        // The pinned toolchain, unless the plugin pins its own.
+        for f in ["package.json", "package-lock.json"] {
+            if !copy.join(f).exists() {
+                std::fs::write(copy.join(f), std::fs::read(root.join("guest-foo/js").join(f))?)?;
+            }
+        }
+        for (link, to) in [("host", root.join("host")), ("wit", root.join("wit"))] {
+            let l = work.join(link);
+            if std::fs::symlink_metadata(&l).is_err() {
+                std::os::unix::fs::symlink(&to, &l)?;
+            }
         }
     }
-    for (link, to) in [("host", root.join("host")), ("wit", root.join("wit"))] {
-        let l = work.join(link);
-        if std::fs::symlink_metadata(&l).is_err() {
-            std::os::unix::fs::symlink(&to, &l)?;
-        }
-    }
-    for f in ["host/templates/js/build.sh", "wit/js/kwop.js", "wit/v0.2/reconciler.wit"] {
+    for f in [
+        "host/templates/js/build.sh",
+        "wit/js/kwop.js",
+        "wit/js/kwop.d.ts",
+        "wit/v0.2/reconciler.wit",
+        "guest-foo/js/package-lock.json",
+    ] {
         std::fs::read(root.join(f))?.hash(&mut h);
     }
     let out = work.join(format!("{name}-{:016x}.wasm", h.finish()));
     if out.is_file() {
         return Ok(out);
     }
-    let own = copy.join("build.sh");
+    std::fs::create_dir_all(&work)?;
     let mut cmd = Command::new("bash");
     if own.is_file() {
         cmd.arg(&own);

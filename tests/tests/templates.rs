@@ -105,9 +105,28 @@ fn a_new_go_plugin_builds_and_passes_its_tests() {
     assert!(gomod.contains("replace kwop.dev/guest => ./wit/go"), "{gomod}");
 }
 
+/// The JS template is on 0.2: its native tests cover reconcile, finalize and validate, and its
+/// admission and finalize fixtures pass against the built component.
 #[test]
 fn a_new_javascript_plugin_builds_and_passes_its_tests() {
-    new_plugin_passes_its_tests("js");
+    let (dir, _) = new_plugin_passes_its_tests("js");
+    let tests = run(&dir, "./test.sh", &[]);
+    for t in ["finalize deletes its ConfigMap", "validate refuses a Foo without deploymentName", "a Foo gets a ConfigMap"] {
+        assert!(tests.contains(t), "js: the native test {t:?}:\n{tests}");
+    }
+    let info = run(&dir, KWOP, &["plugin", "inspect", "dist/plugin.wasm"]);
+    let v: serde_json::Value = serde_json::from_str(&info).unwrap_or_else(|e| panic!("{e}: {info}"));
+    assert_eq!(v["world"], "kwop:reconciler@0.2.0", "{info}");
+    assert_eq!((v["finalizes"].as_bool(), v["validates"].as_bool()), (Some(true), Some(true)), "{info}");
+    let out = run(&dir, KWOP, &["plugin", "test", "dist/plugin.wasm", "admission-fixtures", "--crd", "crds/foo.yaml"]);
+    assert!(out.contains("2 passed, 0 failed"), "{out}");
+    let out = run(&dir, KWOP, &["plugin", "test", "dist/plugin.wasm", "finalize-fixtures", "--crd", "crds/foo.yaml"]);
+    assert!(out.contains("1 passed, 0 failed"), "{out}");
+    // Every language is listed in the README.
+    let readme = std::fs::read_to_string(dir.join("README.md")).expect("README.md");
+    for l in ["Rust", "JavaScript", "Python", "C", "Go"] {
+        assert!(readme.contains(l), "js README lists {l}");
+    }
 }
 
 /// The C one (the quickest to build) also shows a failing fixture's field diff and `--update`.
