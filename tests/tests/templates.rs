@@ -111,7 +111,9 @@ fn a_new_go_plugin_builds_and_passes_its_tests() {
 fn a_new_javascript_plugin_builds_and_passes_its_tests() {
     let (dir, _) = new_plugin_passes_its_tests("js");
     let tests = run(&dir, "./test.sh", &[]);
-    for t in ["finalize deletes its ConfigMap", "validate refuses a Foo without deploymentName", "a Foo gets a ConfigMap"] {
+    for t in
+        ["finalize deletes its ConfigMap", "validate refuses a Foo without deploymentName", "a Foo gets a ConfigMap"]
+    {
         assert!(tests.contains(t), "js: the native test {t:?}:\n{tests}");
     }
     let info = run(&dir, KWOP, &["plugin", "inspect", "dist/plugin.wasm"]);
