@@ -5,5 +5,5 @@
 #   guest-foo/js/build.sh [OUT]        (default: guest-foo/js/dist/foo.wasm)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-export KWOP_JS_DISABLE="${KWOP_JS_DISABLE-stdio random clocks http fetch-event}"
+export KWOP_JS_DISABLE="${KWOP_JS_DISABLE-random clocks http fetch-event}"
 KWOP_PLUGIN_DIR="$here" exec "$here/../../host/templates/js/build.sh" "${1:-$here/dist/foo.wasm}"

@@ -21,6 +21,7 @@ pub mod foo_groups;
 pub mod go_plugins;
 pub mod host;
 pub mod image;
+pub mod js_plugins;
 pub mod plane;
 pub mod plugins;
 pub mod procs;

@@ -138,6 +138,15 @@ async fn a_configmap_is_kept_in_every_selected_namespace_and_cleaned_up_on_delet
     keeps_copies(&wasm.display().to_string(), "csgo").await
 }
 
+/// The same cases for the TypeScript config-sync (examples/config-sync/ts, built once per test
+/// process by its own build.sh, cached by a hash of its sources).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_configmap_is_kept_in_every_selected_namespace_and_cleaned_up_on_deletion_in_typescript() -> anyhow::Result<()>
+{
+    let wasm = kwop_tests::js_plugins::build("examples/config-sync/ts", "config-sync-ts")?;
+    keeps_copies(&wasm.display().to_string(), "csts").await
+}
+
 /// Every case the config-sync example must pass, whatever language `wasm` was written in: copies
 /// in the selected namespaces, a namespace labelled later, a label removed, a hand edit undone, a
 /// source change propagated, someone else's object left alone, deletion through the finalizer.

@@ -67,7 +67,7 @@ async fn runs_on_the_cluster(plugin: &Path, name: &str) -> anyhow::Result<()> {
 fn new_plugin_passes_its_tests(lang: &str) -> (PathBuf, PathBuf) {
     let name = format!("hello-{lang}");
     let dir = scaffold(&name, lang);
-    let wit = if matches!(lang, "rust" | "go" | "c") { "wit/v0.2/reconciler.wit" } else { "wit/reconciler.wit" };
+    let wit = if matches!(lang, "rust" | "go" | "c" | "js") { "wit/v0.2/reconciler.wit" } else { "wit/reconciler.wit" };
     for f in ["README.md", "RUNNING.md", "foo.yaml", "crds/foo.yaml", wit, ".gitignore"] {
         assert!(dir.join(f).is_file(), "{lang}: {f} missing");
     }
@@ -118,9 +118,30 @@ fn a_new_go_plugin_builds_and_passes_its_tests() {
     assert!(info.contains("\"finalizes\": true") && info.contains("\"validates\": true"), "{info}");
 }
 
+/// The JS template is on 0.2: its native tests cover reconcile, finalize and validate, and its
+/// admission and finalize fixtures pass against the built component.
 #[test]
 fn a_new_javascript_plugin_builds_and_passes_its_tests() {
-    new_plugin_passes_its_tests("js");
+    let (dir, _) = new_plugin_passes_its_tests("js");
+    let tests = run(&dir, "./test.sh", &[]);
+    for t in
+        ["finalize deletes its ConfigMap", "validate refuses a Foo without deploymentName", "a Foo gets a ConfigMap"]
+    {
+        assert!(tests.contains(t), "js: the native test {t:?}:\n{tests}");
+    }
+    let info = run(&dir, KWOP, &["plugin", "inspect", "dist/plugin.wasm"]);
+    let v: serde_json::Value = serde_json::from_str(&info).unwrap_or_else(|e| panic!("{e}: {info}"));
+    assert_eq!(v["world"], "kwop:reconciler@0.2.0", "{info}");
+    assert_eq!((v["finalizes"].as_bool(), v["validates"].as_bool()), (Some(true), Some(true)), "{info}");
+    let out = run(&dir, KWOP, &["plugin", "test", "dist/plugin.wasm", "admission-fixtures", "--crd", "crds/foo.yaml"]);
+    assert!(out.contains("2 passed, 0 failed"), "{out}");
+    let out = run(&dir, KWOP, &["plugin", "test", "dist/plugin.wasm", "finalize-fixtures", "--crd", "crds/foo.yaml"]);
+    assert!(out.contains("1 passed, 0 failed"), "{out}");
+    // Every language is listed in the README.
+    let readme = std::fs::read_to_string(dir.join("README.md")).expect("README.md");
+    for l in ["Rust", "JavaScript", "Python", "C", "Go"] {
+        assert!(readme.contains(l), "js README lists {l}");
+    }
 }
 
 /// The C one (the quickest to build) also shows a failing fixture's field diff and `--update`;

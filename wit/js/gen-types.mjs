@@ -1,5 +1,5 @@
 // Regenerates types/ (TypeScript declarations of the WIT world, for a guest) from
-// wit/reconciler.wit with jco's guest type generator, the jco pinned by guest-foo/js.
+// wit/v0.2/reconciler.wit with jco's guest type generator, the jco pinned by guest-foo/js.
 //
 //   node wit/js/gen-types.mjs [--check]     (after guest-foo/js/build.sh or `npm ci` there)
 //
@@ -21,7 +21,7 @@ const shim = createRequire(transpile).resolve('@bytecodealliance/preview2-shim/f
 (await import(pathToFileURL(shim)))._setPreopens({ '/': '/' });
 const { generateGuestTypes } = await import(pathToFileURL(transpile));
 const out = join(here, 'types');
-const files = await generateGuestTypes(resolve(here, '..'), { worldName: 'reconciler', outDir: `${out}/` });
+const files = await generateGuestTypes(resolve(here, '../v0.2'), { worldName: 'reconciler', outDir: `${out}/` });
 const check = process.argv.includes('--check');
 let stale = 0;
 for (const [path, bytes] of Object.entries(files)) {

@@ -71,6 +71,51 @@ export function sync(foo, deployment) {
   };
 }
 
+/**
+ * Admission, as guest-foo's `admit` (guest-foo/src/foo.rs): what the API server should refuse to
+ * store, so `kubectl apply` says it at once instead of an `InvalidSpec` or `ErrResourceExists`
+ * event after the fact. A missing or invalid `deploymentName`, or one naming an existing
+ * Deployment this Foo does not control, is refused on CREATE and whenever an UPDATE changes
+ * `spec`; an UPDATE leaving `spec` as it was is only warned about, so a Foo that went wrong can
+ * still be labelled, fixed or deleted.
+ *
+ * `foo`, `old` are parsed Foos (json.js `parse`; `old` undefined on CREATE), `deployment(ns, name)`
+ * as for `sync`. Returns `{ warnings }` or `{ violations: [{ field, message }] }`; a Foo that does
+ * not parse is refused with serde's reason.
+ */
+export function admit(foo, old, deployment) {
+  let object;
+  let stored;
+  try {
+    object = FOO(foo);
+    stored = old === undefined ? undefined : FOO(old);
+  } catch (e) {
+    if (!(e instanceof DeError)) throw e;
+    return { violations: [{ field: undefined, message: `the object does not parse: ${e.message}` }] };
+  }
+  const field = 'spec.deploymentName';
+  const n = object.spec.deploymentName;
+  let problem = null;
+  if (n === null || n === '') {
+    problem = 'is required: the name of the Deployment this Foo manages';
+  } else {
+    const why = checkDnsSubdomain(n);
+    if (why !== null) {
+      problem = `${debugStr(n)} is not a valid Deployment name: ${why}`;
+    } else {
+      const namespace = object.metadata.namespace;
+      const d = deployment(namespace, n);
+      if (d !== undefined && !isControlledBy(d, object.metadata.uid)) {
+        problem = `Deployment ${debugStr(n)} already exists in namespace ${debugStr(namespace)} and is not managed by this Foo; choose another name`;
+      }
+    }
+  }
+  if (problem === null) return { warnings: [] };
+  const sameSpec = stored !== undefined && stored.spec.deploymentName === object.spec.deploymentName &&
+    stored.spec.replicas === object.spec.replicas;
+  return sameSpec ? { warnings: [`${field}: ${problem}`] } : { violations: [{ field, message: problem }] };
+}
+
 function invalid(message) {
   return { err: { message, events: [event('warning', INVALID_SPEC, message)], retry: false } };
 }

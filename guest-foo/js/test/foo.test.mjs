@@ -149,3 +149,50 @@ test('the edge fixtures (expected outputs from the Rust guest) pass', () => {
     assert.equal(r.got, r.expected, d);
   }
 });
+
+// Admission: the cases of tests/fixtures/foo-validate (the Rust guest's `admit`).
+import { admit } from '../src/foo.js';
+
+const withUid = (f, uid) => {
+  f.get('metadata').set('uid', uid);
+  return f;
+};
+const nothing = () => undefined;
+
+test('admit: a valid Foo is allowed without a word', () => {
+  assert.deepEqual(admit(foo('web', 1), undefined, nothing), { warnings: [] });
+});
+
+test('admit: an invalid, a missing, an empty deploymentName is refused, naming the field', () => {
+  assert.deepEqual(admit(foo('Web_App', 1), undefined, nothing), { violations: [{ field: 'spec.deploymentName',
+    message: `"Web_App" is not a valid Deployment name: must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character` }] });
+  for (const f of [foo(undefined, 1), foo('', 1)]) {
+    assert.deepEqual(admit(f, undefined, nothing), { violations: [{ field: 'spec.deploymentName',
+      message: 'is required: the name of the Deployment this Foo manages' }] });
+  }
+});
+
+test("admit: someone else's Deployment is refused, its own is fine", () => {
+  const seen = [];
+  const lookup = (d) => (ns, name) => (seen.push(`${ns}/${name}`), d);
+  assert.deepEqual(admit(foo('test', 1), undefined, lookup(deployment(undefined))), { violations: [{ field: 'spec.deploymentName',
+    message: 'Deployment "test" already exists in namespace "default" and is not managed by this Foo; choose another name' }] });
+  assert.deepEqual(seen, ['default/test'], "looked up in the Foo's namespace");
+  assert.deepEqual(admit(foo('test', 1), foo('test', 2), lookup(deployment('uid-foo'))), { warnings: [] });
+  assert.ok(admit(foo('test', 1), undefined, lookup(deployment('uid-foo', undefined, false))).violations, 'not the controller');
+  assert.ok(admit(withUid(foo('test', 1), ''), undefined, lookup(deployment(''))).violations, 'an empty uid controls nothing');
+});
+
+test('admit: an UPDATE leaving spec alone is warned, not refused; one changing spec is refused', () => {
+  const theirs = () => deployment(undefined);
+  const msg = 'spec.deploymentName: Deployment "test" already exists in namespace "default" and is not managed by this Foo; choose another name';
+  assert.deepEqual(admit(foo('test', 1), foo('test', 1), theirs), { warnings: [msg] });
+  assert.ok(admit(foo('test', 2), foo('test', 1), theirs).violations);
+  assert.ok(admit(foo('test', 1), undefined, theirs).violations, 'CREATE');
+});
+
+test('admit: a Foo that does not parse is refused with the reason', () => {
+  const f = parse('{"metadata":{"name":"x","namespace":"default"},"spec":{"deploymentName":5}}');
+  assert.deepEqual(admit(f, undefined, nothing), { violations: [{ field: undefined,
+    message: 'the object does not parse: invalid type: integer `5`, expected a string' }] });
+});

@@ -52,8 +52,8 @@ const C_ESCAPE_TABLE: &str = include_str!("../../../wit/c/debug_escape_table.h")
 
 /// The extra files of a plugin in `lang`, as (path in the plugin folder, contents).
 pub(super) fn files(lang: &str, vars: &Vars) -> Vec<(PathBuf, Vec<u8>)> {
-    let wit =
-        if matches!(lang, "rust" | "go" | "c") { ("wit/v0.2/reconciler.wit", WIT_V02) } else { ("wit/reconciler.wit", WIT) };
+    let on_v02 = matches!(lang, "rust" | "go" | "c" | "js");
+    let wit = if on_v02 { ("wit/v0.2/reconciler.wit", WIT_V02) } else { ("wit/reconciler.wit", WIT) };
     let mut out = vec![(wit.0, wit.1.to_string()), ("crds/foo.yaml", FOO_CRD.to_string())];
     match lang {
         "rust" => {

@@ -4,8 +4,8 @@
 #   ./build.sh [OUT]        (default: dist/plugin.wasm)
 #
 # The entry module is src/component.js, built with the helper module kwop.js next to it
-# (import it as './kwop.js'); the WIT is wit/ in this folder (kwop's own guests use the
-# repository's wit/). The toolchain (componentize-js, pinned by package-lock.json) is installed
+# (import it as './kwop.js'); the WIT is wit/v0.2/reconciler.wit in this folder (kwop's own guests
+# use the repository's wit/; a folder with only wit/reconciler.wit builds a 0.1 plugin). The toolchain (componentize-js, pinned by package-lock.json) is installed
 # with `npm ci` once into a shared cache, ~/.cache/kwop/toolchains/js-<hash of the lock>
 # (KWOP_TOOLCHAINS moves it), so many plugins share one 340 MB install. Does nothing when OUT is
 # newer than every input. Needs node >= 18 and npm. On failure it prints one line (the full tool
@@ -32,6 +32,9 @@ fail() {
 }
 
 if [ -d "$here/wit" ]; then wit="$here/wit"; else wit="$(cd "$here/../../wit" 2>/dev/null && pwd)" || fail "no wit/ folder in $here"; fi
+# The world: kwop:reconciler@0.2 (wit/v0.2/); a plugin folder with only wit/reconciler.wit is a
+# 0.1 plugin and builds against that.
+if [ -f "$wit/v0.2/reconciler.wit" ]; then world="$wit/v0.2"; else world="$wit"; fi
 
 command -v node >/dev/null 2>&1 || fail "node is not installed (need Node.js >= 18)"
 command -v npm >/dev/null 2>&1 || fail "npm is not installed"
@@ -73,7 +76,7 @@ helper=()
 settings="$engine|$disable|$key"
 marker="$here/dist/.settings-$(printf '%s' "$out" | cksum | cut -d' ' -f1)"
 if [ -f "$out" ] && [ "$(cat "$marker" 2>/dev/null)" = "$settings" ] \
-  && [ -z "$(find "$here/src" "$wit/reconciler.wit" "${helper[@]}" "$here/package-lock.json" "${BASH_SOURCE[0]}" \
+  && [ -z "$(find "$here/src" "$world/reconciler.wit" "${helper[@]}" "$here/package-lock.json" "${BASH_SOURCE[0]}" \
     -newer "$out" -type f -print -quit)" ]; then
   echo "build.sh: $out is up to date" >&2
   exit 0
@@ -86,12 +89,12 @@ rm -rf "$stage" && mkdir -p "$stage"
 cp "$here"/src/*.js "${helper[@]}" "$stage/"
 start=$SECONDS
 if [ "$engine" = quickjs ]; then
-  build=("$tc/node_modules/.bin/componentize-qjs" --wit "$wit" --world reconciler
+  build=("$tc/node_modules/.bin/componentize-qjs" --wit "$world" --world reconciler
     --js "$stage/component.js" --module-root "$stage" --sync --stub-wasi --output "$tmp")
 else
   # shellcheck disable=SC2206
   flags=($disable)
-  build=("$tc/node_modules/.bin/componentize-js" "$stage/component.js" --wit "$wit" --world-name reconciler
+  build=("$tc/node_modules/.bin/componentize-js" "$stage/component.js" --wit "$world" --world-name reconciler
     --out "$tmp")
   [ ${#flags[@]} -eq 0 ] || build+=(--disable "${flags[@]}")
 fi

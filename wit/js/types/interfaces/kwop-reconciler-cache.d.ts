@@ -1,5 +1,5 @@
 /// <reference path="./kwop-reconciler-types.d.ts" />
-declare module 'kwop:reconciler/cache@0.1.0' {
+declare module 'kwop:reconciler/cache@0.2.0' {
   /**
    * One object by name. `namespace`: `none` for cluster-scoped kinds; for namespaced kinds
    * `none` means the primary's namespace (the host and `kwop plugin reconcile` alike).
@@ -10,6 +10,6 @@ declare module 'kwop:reconciler/cache@0.1.0' {
    * usual syntax (`app=nginx,tier in (web),!legacy`). An invalid selector returns an empty list.
    */
   export function query(kind: Gvk, namespace: string | undefined, labelSelector: string | undefined): Array<Json>;
-  export type Gvk = import('kwop:reconciler/types@0.1.0').Gvk;
-  export type Json = import('kwop:reconciler/types@0.1.0').Json;
+  export type Gvk = import('kwop:reconciler/types@0.2.0').Gvk;
+  export type Json = import('kwop:reconciler/types@0.2.0').Json;
 }

@@ -1,4 +1,4 @@
-declare module 'kwop:reconciler/log@0.1.0' {
+declare module 'kwop:reconciler/log@0.2.0' {
   /**
    * Write one log line. The host rate-limits plugin logs.
    */
