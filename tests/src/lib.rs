@@ -22,6 +22,7 @@ pub mod image;
 pub mod plane;
 pub mod plugins;
 pub mod procs;
+pub mod python_plugins;
 pub mod proxy;
 pub mod registry;
 pub mod scaffolds;

@@ -1,5 +1,5 @@
 //! Files a new plugin gets from elsewhere in the repository, so each exists once: the WIT (0.2 for
-//! Rust, whose SDK implements it; 0.1 for the other languages, whose helpers do), the
+//! Rust and Python, whose SDKs implement it; 0.1 for the other languages, whose helpers do), the
 //! Foo CRD, the Rust SDK (with a standalone manifest and the workspace's lock file), the pinned
 //! JavaScript and Python toolchains and helper modules (`wit/js`, `wit/python`, vendored into
 //! `src/`), the C JSON library and the Go SDK (`wit/go`, with its build script).
@@ -45,7 +45,11 @@ const C_ESCAPE_TABLE: &str = include_str!("../../../guest-foo/c/src/debug_escape
 
 /// The extra files of a plugin in `lang`, as (path in the plugin folder, contents).
 pub(super) fn files(lang: &str, vars: &Vars) -> Vec<(PathBuf, Vec<u8>)> {
-    let wit = if lang == "rust" { ("wit/v0.2/reconciler.wit", WIT_V02) } else { ("wit/reconciler.wit", WIT) };
+    let wit = if matches!(lang, "rust" | "python") {
+        ("wit/v0.2/reconciler.wit", WIT_V02)
+    } else {
+        ("wit/reconciler.wit", WIT)
+    };
     let mut out = vec![(wit.0, wit.1.to_string()), ("crds/foo.yaml", FOO_CRD.to_string())];
     match lang {
         "rust" => {
