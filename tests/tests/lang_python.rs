@@ -43,7 +43,11 @@ fn faults() -> &'static PathBuf {
 
 fn kwop(args: &[&str]) -> (bool, String, String) {
     let out = Command::new(KWOP).args(args).output().expect("kwop runs");
-    (out.status.success(), String::from_utf8_lossy(&out.stdout).to_string(), String::from_utf8_lossy(&out.stderr).to_string())
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).to_string(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
 }
 
 fn tmp(name: &str) -> PathBuf {
@@ -85,7 +89,9 @@ fn guest_foo_in_python_passes_the_foo_and_validation_fixtures_offline() {
     let root = kwop_tests::repo_root();
     let crd = root.join("crds/foo.yaml").display().to_string();
     let timeout = "--plugin-timeout=10s";
-    for (fixtures, want) in [("tests/fixtures/foo", "13 passed, 0 failed"), ("tests/fixtures/foo-validate", "6 passed, 0 failed")] {
+    for (fixtures, want) in
+        [("tests/fixtures/foo", "13 passed, 0 failed"), ("tests/fixtures/foo-validate", "6 passed, 0 failed")]
+    {
         let dir = root.join(fixtures).display().to_string();
         let (ok, out, err) = kwop(&["plugin", "test", timeout, "--crd", &crd, &wasm, &dir]);
         assert!(ok && out.contains(want), "{fixtures}:\n{out}{err}");
@@ -103,7 +109,10 @@ fn python_exceptions_in_reconcile_finalize_and_validate_keep_their_message_offli
     let (ok, out, err) = kwop(&["plugin", "reconcile", &wasm, "--primary", &p]);
     let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
     assert!(!ok && v["error"]["retry"] == true, "{v}");
-    in_python_words(v["error"]["message"].as_str().unwrap_or_default(), "ValueError: reconcile exploded in python: bad\n");
+    in_python_words(
+        v["error"]["message"].as_str().unwrap_or_default(),
+        "ValueError: reconcile exploded in python: bad\n",
+    );
 
     let p = write(&d, "f.yaml", &foo_doc("bad", "finalize-fails", true));
     let (ok, out, err) = kwop(&["plugin", "reconcile", &wasm, "--primary", &p]);
@@ -149,7 +158,8 @@ async fn admitting(plane: &ControlPlane, dir: &Path, ns: &str, policy: &str, plu
         let c = api.get_opt(&configuration).await.map_err(|e| e.to_string())?;
         let ready = c.as_ref().is_some_and(|c| {
             c.webhooks.iter().flatten().any(|w| {
-                w.name == format!("{plugin}.kwop.dev") && w.client_config.ca_bundle.as_ref().is_some_and(|b| !b.0.is_empty())
+                w.name == format!("{plugin}.kwop.dev")
+                    && w.client_config.ca_bundle.as_ref().is_some_and(|b| !b.0.is_empty())
             })
         });
         Ok(ready.then_some(()))
@@ -192,7 +202,9 @@ async fn guest_foo_in_python_refuses_a_bad_foo_through_the_api_server_with_its_o
     assert!(refused.contains("spec.deploymentName: \"Bad_Name\" is not a valid Deployment name"), "{refused}");
     let missing = apply(plane, &ns, "missing", "").await.expect_err("a missing name is refused");
     assert!(missing.contains("spec.deploymentName: is required"), "{missing}");
-    assert!(foos(&client, &ns).get_opt("bad").await?.is_none() && foos(&client, &ns).get_opt("missing").await?.is_none());
+    assert!(
+        foos(&client, &ns).get_opt("bad").await?.is_none() && foos(&client, &ns).get_opt("missing").await?.is_none()
+    );
     apply(plane, &ns, "good", "good-web").await.map_err(anyhow::Error::msg)?;
     deployment_where(&client, &ns, "good-web", "the Deployment", |_| true).await?;
     assert!(host.metric("kwop_admission_requests_total", &[("result", "denied")])? >= 2.0, "{}", host.log());
@@ -209,37 +221,46 @@ async fn python_exceptions_reach_the_cluster_in_python_words_and_validate_follow
     let host = admitting(plane, &dir, &ns, "Fail", "py-faults").await?;
 
     // validate raises: not a refusal, the call fails and Fail refuses, with the message.
-    let e = apply(plane, &ns, "v", "validate-raises").await.expect_err("Fail refuses what could not be validated");
-    assert!(e.contains("py-faults could not validate the object") && e.contains("RuntimeError: validator lost its marbles"), "{e}");
+    let e =
+        apply(plane, &ns, "vraises", "validate-raises").await.expect_err("Fail refuses what could not be validated");
+    assert!(
+        e.contains("py-faults could not validate the object") && e.contains("RuntimeError: validator lost its marbles"),
+        "{e}"
+    );
     assert!(e.contains("src/app.py"), "{e}");
-    let e = apply(plane, &ns, "no", "validate-refuses").await.expect_err("a refusal");
+    let e = apply(plane, &ns, "refused", "validate-refuses").await.expect_err("a refusal");
     assert!(e.contains("spec.deploymentName: python says no"), "{e}");
 
     // reconcile raises: a Warning event with the exception and the traceback.
-    apply(plane, &ns, "r", "reconcile-raises").await.map_err(anyhow::Error::msg)?;
-    let ev = event_with_reason(&client, &ns, "r", "ReconcileFailed").await?;
-    in_python_words(ev.note.as_deref().unwrap_or_default(), "ValueError: reconcile exploded in python: r\n");
+    apply(plane, &ns, "rraises", "reconcile-raises").await.map_err(anyhow::Error::msg)?;
+    let ev = event_with_reason(&client, &ns, "rraises", "ReconcileFailed").await?;
+    in_python_words(ev.note.as_deref().unwrap_or_default(), "ValueError: reconcile exploded in python: rraises\n");
     assert!(host.log().contains("reconcile exploded in python"), "the host log has it");
 
     // finalize raises: FinalizeFailed with the message, the deletion waits until it is fixed.
-    apply(plane, &ns, "f", "finalize-fails").await.map_err(anyhow::Error::msg)?;
-    configmap_where(&client, &ns, "f-py", "the ConfigMap", |_| true).await?;
-    foos(&client, &ns).delete("f", &DeleteParams::default()).await?;
-    let ev = event_with_reason(&client, &ns, "f", "FinalizeFailed").await?;
-    in_python_words(ev.note.as_deref().unwrap_or_default(), "RuntimeError: cleanup backend unavailable\n");
-    let f = foos(&client, &ns).get("f").await?;
+    apply(plane, &ns, "ffails", "finalize-fails").await.map_err(anyhow::Error::msg)?;
+    configmap_where(&client, &ns, "ffails-py", "the ConfigMap", |_| true).await?;
+    foos(&client, &ns).delete("ffails", &DeleteParams::default()).await?;
+    let ev = event_with_reason(&client, &ns, "ffails", "FinalizeFailed").await?;
+    let note = ev.note.unwrap_or_default();
+    // The host names the plugin before the message (`py-faults 0.1.0: ...`).
+    in_python_words(
+        note.strip_prefix("py-faults 0.1.0: ").unwrap_or(&note),
+        "RuntimeError: cleanup backend unavailable\n",
+    );
+    let f = foos(&client, &ns).get("ffails").await?;
     assert!(f.metadata.deletion_timestamp.is_some(), "the deletion waits");
     assert_eq!(f.metadata.finalizers.clone().unwrap_or_default(), ["kwop.dev/py-faults"]);
     let fixed = json!({ "spec": { "deploymentName": "fixed" } });
-    foos(&client, &ns).patch("f", &PatchParams::default(), &Patch::Merge(&fixed)).await?;
+    foos(&client, &ns).patch("ffails", &PatchParams::default(), &Patch::Merge(&fixed)).await?;
     wait::until("the fixed Foo gone", Duration::from_secs(60), || async {
-        let left = foos(&client, &ns).get_opt("f").await.map_err(|e| e.to_string())?;
+        let left = foos(&client, &ns).get_opt("ffails").await.map_err(|e| e.to_string())?;
         Ok(left.is_none().then_some(()))
     })
     .await?;
-    event_with_reason(&client, &ns, "f", "CleanedUp").await?;
+    event_with_reason(&client, &ns, "ffails", "CleanedUp").await?;
     // Leave nothing waiting on this host's finalizer.
-    let _ = foos(&client, &ns).delete("r", &DeleteParams::default()).await;
+    let _ = foos(&client, &ns).delete("rraises", &DeleteParams::default()).await;
     wait::until("the Foos gone", Duration::from_secs(60), || async {
         let left = foos(&client, &ns).list(&Default::default()).await.map_err(|e| e.to_string())?.items.len();
         Ok((left == 0).then_some(()))
@@ -256,16 +277,16 @@ async fn a_python_validate_that_raises_is_admitted_under_ignore() -> anyhow::Res
     let client = plane.client().await?;
     let dir = plugins::folder(&[("faults.wasm", &faults().display().to_string())])?;
     let host = admitting(plane, &dir, &ns, "Ignore", "py-faults").await?;
-    apply(plane, &ns, "v", "validate-raises").await.map_err(anyhow::Error::msg)?;
-    assert!(foos(&client, &ns).get_opt("v").await?.is_some(), "Ignore admits");
+    apply(plane, &ns, "vraises", "validate-raises").await.map_err(anyhow::Error::msg)?;
+    assert!(foos(&client, &ns).get_opt("vraises").await?.is_some(), "Ignore admits");
     assert!(host.metric("kwop_admission_requests_total", &[("result", "error_ignored")])? >= 1.0, "{}", host.log());
     assert!(host.log().contains("RuntimeError: validator lost its marbles"), "the message is logged: {}", host.log());
     // A refusal still refuses under Ignore.
-    let e = apply(plane, &ns, "no", "validate-refuses").await.expect_err("a refusal");
+    let e = apply(plane, &ns, "refused", "validate-refuses").await.expect_err("a refusal");
     assert!(e.contains("python says no"), "{e}");
-    let _ = foos(&client, &ns).delete("v", &DeleteParams::default()).await;
+    let _ = foos(&client, &ns).delete("vraises", &DeleteParams::default()).await;
     wait::until("the Foo gone", Duration::from_secs(60), || async {
-        Ok(foos(&client, &ns).get_opt("v").await.map_err(|e| e.to_string())?.is_none().then_some(()))
+        Ok(foos(&client, &ns).get_opt("vraises").await.map_err(|e| e.to_string())?.is_none().then_some(()))
     })
     .await?;
     remove_configuration(&client, &ns).await;

@@ -230,10 +230,9 @@ fn python_template_finalizes_and_validates(dir: &Path) {
     }
     let p = dir.join("src/plugin.py");
     let good = std::fs::read_to_string(&p).expect("plugin.py");
-    for (from, to) in [
-        ("ConfigMap %s deleted", "ConfigMap %s removed"),
-        ("field=\"spec.deploymentName\")", "field=\"spec.name\")"),
-    ] {
+    for (from, to) in
+        [("ConfigMap %s deleted", "ConfigMap %s removed"), ("field=\"spec.deploymentName\")", "field=\"spec.name\")")]
+    {
         assert!(good.contains(from), "{from}");
         std::fs::write(&p, good.replace(from, to)).expect("write");
         let out = Command::new("./test.sh").current_dir(dir).output().expect("runs");

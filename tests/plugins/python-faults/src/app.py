@@ -4,7 +4,7 @@ a Foo's spec.deploymentName picks the fault.
 - "reconcile-raises": reconcile raises ValueError (a bug): a retried failure whose message is
   the exception, on the Warning event.
 - "finalize-fails": finalize raises RuntimeError while the Foo is deleted: FinalizeFailed and
-  the deletion waits; any other name finalizes at once (with a CleanedUp event).
+  the deletion waits; any other name deletes its ConfigMap and is done (a CleanedUp event).
 - "validate-raises": validate raises RuntimeError (not a refusal): the webhook's failurePolicy
   decides, with the message. "validate-refuses": a refusal on spec.deploymentName.
 
@@ -34,7 +34,8 @@ class Faults(kwop.Reconciler):
     def finalize(self, foo, ctx):
         if fault(foo) == "finalize-fails":
             raise RuntimeError("cleanup backend unavailable")
-        return kwop.FinalizeOutcome().event(kwop.normal("CleanedUp", "python finalize done"))
+        return (kwop.FinalizeOutcome().delete(CONFIGMAP, None, foo["metadata"]["name"] + "-py")
+                .event(kwop.normal("CleanedUp", "python finalize done")))
 
     def validate(self, req, ctx):
         if fault(req.object) == "validate-raises":
