@@ -26,6 +26,7 @@ pub mod plane;
 pub mod plugins;
 pub mod procs;
 pub mod proxy;
+pub mod python_plugins;
 pub mod registry;
 pub mod scaffolds;
 pub mod shards;

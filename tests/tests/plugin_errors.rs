@@ -50,8 +50,8 @@ fn js_plugin() -> &'static PathBuf {
     })
 }
 
-/// A Python plugin without the helper module, whose own WIT plumbing passes the status as a
-/// dict where the WIT wants JSON text (the issue's mistake 5).
+/// A Python plugin without the helper module, whose own WIT plumbing (the template's 0.2 WIT)
+/// passes the status as a dict where the WIT wants JSON text (the issue's mistake 5).
 fn python_plugin() -> &'static PathBuf {
     static WASM: OnceLock<PathBuf> = OnceLock::new();
     WASM.get_or_init(|| {
@@ -73,11 +73,18 @@ class WitWorld(wit_world.WitWorld):
     def info(self):
         return types.PluginInfo(name="mistakes-py", version="0.1.0",
                                 primary=_gvk("samplecontroller.k8s.io", "v1alpha1", "Foo"),
-                                owns=[_gvk("", "v1", "ConfigMap")], reads=[])
+                                owns=[types.OwnedKind(kind=_gvk("", "v1", "ConfigMap"), across_namespaces=False)],
+                                reads=[], finalizes=False, validates=False)
 
     def reconcile(self, req):
         return types.Outcome(apply=[], delete=[], status={"availableReplicas": 1}, events=[],
                              requeue_after_ms=None)
+
+    def finalize(self, req):
+        return types.FinalizeOutcome(delete=[], status=None, events=[], done=True, requeue_after_ms=None)
+
+    def validate(self, req):
+        return []
 "#;
 
 fn write(dir: &Path, name: &str, v: &Value) -> PathBuf {

@@ -67,7 +67,7 @@ async fn runs_on_the_cluster(plugin: &Path, name: &str) -> anyhow::Result<()> {
 fn new_plugin_passes_its_tests(lang: &str) -> (PathBuf, PathBuf) {
     let name = format!("hello-{lang}");
     let dir = scaffold(&name, lang);
-    let wit = if matches!(lang, "rust" | "go" | "c" | "js") { "wit/v0.2/reconciler.wit" } else { "wit/reconciler.wit" };
+    let wit = "wit/v0.2/reconciler.wit";
     for f in ["README.md", "RUNNING.md", "foo.yaml", "crds/foo.yaml", wit, ".gitignore"] {
         assert!(dir.join(f).is_file(), "{lang}: {f} missing");
     }
@@ -226,7 +226,8 @@ fn the_readme_guide_works(plane: &ControlPlane) -> PathBuf {
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     let log = std::fs::read_to_string(dir.join("kwop.log")).unwrap_or_default();
     assert!(out.status.success(), "the README guide failed:\n{text}\nkwop.log:\n{log}");
-    assert!(text.contains("3 passed, 0 failed"), "{text}");
+    // The common three reconciles, a finalize and an admission (the Python template is on 0.2).
+    assert!(text.contains("5 passed, 0 failed"), "{text}");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let data = stdout.lines().last().unwrap_or_default();
     let data: serde_json::Value =
@@ -259,7 +260,36 @@ async fn a_new_python_plugin_from_the_readme_guide_passes_its_tests_and_runs_on_
     assert_eq!(v["apply"][0]["metadata"]["name"], "example-info", "{out}");
     run(&dir, "./build.sh", &["bindings"]);
     assert!(dir.join("bindings/wit_world/__init__.py").is_file(), "./build.sh bindings wrote no wit_world package");
+    python_template_finalizes_and_validates(&dir);
     runs_on_the_cluster(&dir.join("dist/plugin.wasm"), "my-plugin").await
+}
+
+/// The Python template on 0.2: its native tests cover reconcile, finalize and validate, its
+/// fixtures a finalize and an admission, and a broken finalize or validate fails `./test.sh`.
+fn python_template_finalizes_and_validates(dir: &Path) {
+    assert!(dir.join("wit/v0.2/reconciler.wit").is_file(), "the 0.2 WIT");
+    let info = run(dir, KWOP, &["plugin", "inspect", "dist/plugin.wasm"]);
+    let v: serde_json::Value = serde_json::from_str(&info).unwrap_or_else(|e| panic!("{e}: {info}"));
+    assert!(v["world"] == "kwop:reconciler@0.2.0" && v["finalizes"] == true && v["validates"] == true, "{v}");
+    let tests = run(dir, "./test.sh", &["-v"]);
+    for t in ["ReconcileTest", "FinalizeTest", "ValidateTest"] {
+        assert!(tests.contains(t), "./test.sh runs {t}: {tests}");
+    }
+    let out = run(dir, KWOP, &["plugin", "test", "dist/plugin.wasm", "fixtures", "--crd", "crds/foo.yaml"]);
+    for f in ["finalize-deletes-the-configmap", "validate-refuses-a-foo-without-deployment-name"] {
+        assert!(out.contains(&format!("ok   fixtures/{f}")), "{out}");
+    }
+    let p = dir.join("src/plugin.py");
+    let good = std::fs::read_to_string(&p).expect("plugin.py");
+    for (from, to) in
+        [("ConfigMap %s deleted", "ConfigMap %s removed"), ("field=\"spec.deploymentName\")", "field=\"spec.name\")")]
+    {
+        assert!(good.contains(from), "{from}");
+        std::fs::write(&p, good.replace(from, to)).expect("write");
+        let out = Command::new("./test.sh").current_dir(dir).output().expect("runs");
+        assert!(!out.status.success(), "a broken plugin ({to}) passed its unit tests");
+    }
+    std::fs::write(&p, good).expect("restore");
 }
 
 #[test]

@@ -1,9 +1,15 @@
-"""Native unit tests of kwop plugins: run() calls a plugin as the component does, over a
-FakeCache that answers as the host does (label selectors included). Not needed in the component.
+"""Native unit tests of kwop plugins: run(), finalize() and validate() call a plugin as the
+component does, over a FakeCache that answers as the host does (label selectors included), with a
+fake log (Result.log). Not needed in the component.
 
     import kwop, kwop_testing
     r = kwop_testing.run(Plugin(), {"metadata": {...}, "spec": {...}}, kwop_testing.FakeCache([...]))
     assert r.failure is None and r.apply == [...]
+    f = kwop_testing.finalize(Plugin(), deleted_foo)          # f.done, f.delete, f.failure
+    v = kwop_testing.validate(Plugin(), foo, old=None)        # v.allowed, v.warnings, v.violations
+
+An exception in validate that is not a refusal raises kwop.PluginError (the component fails the
+call with its message).
 """
 
 from __future__ import annotations
@@ -12,16 +18,43 @@ import json as _json
 import re
 from typing import Any, Callable, Dict, List, Optional
 
-from kwop import GVK, Cache, Reconciler, Result, _reconcile
+from datetime import datetime
+
+from kwop import GVK, Cache, Reconciler, Result, Verdict, _finalize, _reconcile, _validate
+
+
+def _text(v: Any) -> str:
+    return v if isinstance(v, str) else _json.dumps(v)
 
 
 def run(plugin: Reconciler, primary: Any, cache: Optional[Cache] = None, owned: Optional[List[Any]] = None,
-        json: Any = _json) -> Result:
-    """One reconcile natively (unit tests): primary and owned as JSON text or Python values."""
-    text = lambda v: v if isinstance(v, str) else _json.dumps(v)  # noqa: E731
+        json: Any = _json, now: Optional[datetime] = None) -> Result:
+    """One reconcile natively (unit tests): primary and owned as JSON text or Python values; now:
+    the call's instant (ctx.now; default the current time)."""
     res_log: List[tuple] = []
-    res = _reconcile(plugin, text(primary), [text(o) for o in owned or []], cache or FakeCache([]), json,
-                     lambda level, m: res_log.append((level, m)))
+    res = _reconcile(plugin, _text(primary), [_text(o) for o in owned or []], cache or FakeCache([]), json,
+                     lambda level, m: res_log.append((level, m)), now)
+    res.log = res_log
+    return res
+
+
+def finalize(plugin: Reconciler, primary: Any, cache: Optional[Cache] = None, owned: Optional[List[Any]] = None,
+             json: Any = _json, now: Optional[datetime] = None) -> Result:
+    """One finalize natively, as run() (Result.done: whether the cleanup is complete)."""
+    res_log: List[tuple] = []
+    res = _finalize(plugin, _text(primary), [_text(o) for o in owned or []], cache or FakeCache([]), json,
+                    lambda level, m: res_log.append((level, m)), now)
+    res.log = res_log
+    return res
+
+
+def validate(plugin: Reconciler, obj: Any, old: Any = None, cache: Optional[Cache] = None, user: str = "tester",
+             dry_run: bool = False, json: Any = _json, now: Optional[datetime] = None) -> Verdict:
+    """One admission natively: a CREATE of obj, or with `old` an UPDATE. Raises kwop.PluginError
+    when validate raised something that is not a refusal."""
+    res_log: List[tuple] = []
+    res = _validate(plugin, "create" if old is None else "update", _text(obj), None if old is None else _text(old),
+                    user, dry_run, cache or FakeCache([]), json, lambda level, m: res_log.append((level, m)), now)
     res.log = res_log
     return res
 

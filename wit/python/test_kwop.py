@@ -11,7 +11,9 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import kwop  # noqa: E402
-from kwop_testing import FakeCache, run  # noqa: E402
+from datetime import datetime, timezone  # noqa: E402
+
+from kwop_testing import FakeCache, finalize, run, validate  # noqa: E402
 
 CM = kwop.GVK("", "v1", "ConfigMap")
 PRIMARY = {"apiVersion": "example.com/v1", "kind": "Widget",
@@ -108,6 +110,93 @@ class KwopTest(unittest.TestCase):
         self.assertNotIn("observedGeneration", conds[0])
         kwop.set_status_condition(conds, {"type": "Other", "status": "True", "reason": "R", "message": ""})
         self.assertRegex(conds[1]["lastTransitionTime"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+
+
+class Lifecycle(kwop.Reconciler):
+    """finalize and validate through user code that can fail."""
+
+    def info(self):
+        return kwop.Info("life", "1", kwop.GVK("example.com", "v1", "Widget"),
+                         owns=[CM, kwop.across_namespaces(kwop.GVK("", "v1", "Secret"))], finalizes=True, validates=True)
+
+    def reconcile(self, w, ctx):
+        return kwop.Outcome().status({"at": ctx.now_rfc3339()})
+
+    def finalize(self, w, ctx):
+        mode = w["spec"].get("mode")
+        if mode == "boom":
+            raise RuntimeError("cleanup backend unavailable")
+        if mode == "wait":
+            return kwop.FinalizeOutcome().delete(CM, None, "w-size").wait(1500)
+        if mode == "wrong":
+            return kwop.Outcome()
+        return kwop.FinalizeOutcome().delete(CM, "ns", "w-size").event(kwop.normal("CleanedUp", "gone"))
+
+    def validate(self, req, ctx):
+        size = req.object["spec"].get("size")
+        if size == "boom":
+            return {}["no-such-key"]
+        if not isinstance(size, int):
+            raise kwop.refuse("must be a number", field="spec.size")
+        if req.old is not None and req.old["spec"]["size"] > size:
+            return ["spec.size: shrinking from %d" % req.old["spec"]["size"]]
+        ctx.log.info("%s by %s" % (req.operation, req.user))
+        return None
+
+
+def widget(**spec):
+    return {**PRIMARY, "spec": spec}
+
+
+class LifecycleTest(unittest.TestCase):
+    def test_info_declares_finalizes_validates_and_kinds_across_namespaces(self):
+        i = Lifecycle().info()
+        self.assertEqual((i.finalizes, i.validates), (True, True))
+        self.assertEqual([(o.gvk.kind, o.across_namespaces) for o in i.owned_kinds()], [("ConfigMap", False), ("Secret", True)])
+        with self.assertRaises(TypeError):
+            kwop.Info("x", "1", CM, owns=["ConfigMap"]).owned_kinds()
+        self.assertEqual(kwop.Info("x", "1", CM).finalizes, False)
+
+    def test_finalize_is_done_or_waits_and_its_errors_are_failures_with_the_message(self):
+        r = finalize(Lifecycle(), widget())
+        self.assertEqual((r.failure, r.done, r.delete), (None, True, [kwop.ObjectRef(CM, "ns", "w-size")]))
+        self.assertEqual(r.events, [kwop.normal("CleanedUp", "gone")])
+        r = finalize(Lifecycle(), widget(mode="wait"))
+        self.assertEqual((r.done, r.requeue_after_ms, r.delete[0].namespace), (False, 1500, None))
+        r = finalize(Lifecycle(), widget(mode="boom"))
+        self.assertTrue(r.failure.retry)
+        self.assertTrue(r.failure.message.startswith("RuntimeError: cleanup backend unavailable\nTraceback"), r.failure.message)
+        self.assertIn("test_kwop.py", r.failure.message, "the stack names the plugin's file")
+        self.assertNotIn("kwop.py\"", r.failure.message.replace("test_kwop.py", ""), "kwop's own frames are left out")
+        self.assertIn("must return a kwop.FinalizeOutcome", finalize(Lifecycle(), widget(mode="wrong")).failure.message)
+        self.assertTrue(finalize(Widgets(lambda w, ctx: None), PRIMARY).done, "the default finalize is done at once")
+
+    def test_validate_allows_warns_refuses_and_fails_on_an_error(self):
+        self.assertTrue(validate(Lifecycle(), widget(size=2)).allowed)
+        self.assertEqual(validate(Lifecycle(), widget(size=2)).log, [("info", "create by tester")])
+        v = validate(Lifecycle(), widget(size=1), old=widget(size=3))
+        self.assertEqual((v.allowed, v.warnings), (True, ["spec.size: shrinking from 3"]))
+        v = validate(Lifecycle(), widget(size="x"))
+        self.assertEqual((v.allowed, v.violations), (False, [kwop.Violation("must be a number", "spec.size")]))
+        with self.assertRaises(kwop.PluginError) as e:
+            validate(Lifecycle(), widget(size="boom"))
+        self.assertTrue(e.exception.message.startswith("KeyError: 'no-such-key'\nTraceback"), e.exception.message)
+        self.assertTrue(validate(Widgets(lambda w, ctx: None), PRIMARY).allowed, "the default validate allows")
+        with self.assertRaises(ValueError):
+            kwop.Refused()
+
+    def test_now_is_the_calls_instant_and_conditions_use_it(self):
+        at = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+        self.assertEqual(json.loads(run(Lifecycle(), PRIMARY, now=at).status), {"at": "2026-01-02T03:04:05Z"})
+        status = {}
+        self.assertTrue(kwop.set_condition(status, "Ready", False, "Creating", "0/2", PRIMARY, at))
+        self.assertEqual(status, {"observedGeneration": 3, "conditions": [
+            {"type": "Ready", "status": "False", "reason": "Creating", "message": "0/2", "observedGeneration": 3,
+             "lastTransitionTime": "2026-01-02T03:04:05Z"}]})
+        self.assertFalse(kwop.set_condition(status, "Ready", False, "Creating", "0/2", PRIMARY, "later"))
+        self.assertTrue(kwop.set_condition(status, "Ready", None, "Lost", "", None, "later"))
+        self.assertEqual(status["conditions"][0]["status"], "Unknown")
+        self.assertEqual(kwop.generation({"metadata": {}}), None)
 
 
 if __name__ == "__main__":

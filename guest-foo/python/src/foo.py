@@ -106,6 +106,42 @@ def sync(foo, deployment):
     )
 
 
+def admit(foo, old, deployment):
+    """guest-foo's admission, as the Rust guest's `foo::admit`: a Foo whose spec.deploymentName is
+    missing, invalid or names a Deployment this Foo does not control is refused on CREATE and
+    whenever an UPDATE changes `spec`; an UPDATE leaving `spec` as it was is warned, not refused,
+    so a Foo that went wrong can still be labelled, fixed or deleted.
+
+    Returns (warnings, violations), each violation a (field, message) pair.
+    """
+    field = "spec.deploymentName"
+    try:
+        (_, namespace, uid), spec = _FOO(foo)
+        old_spec = _FOO(old)[1] if old is not None else None
+    except _DeError as e:
+        return [], [(None, "Foo does not parse: %s" % e)]
+    name = spec[0]
+    problem = None
+    if name is None or name == "":
+        problem = "is required: the name of the Deployment this Foo manages"
+    else:
+        why = check_dns_subdomain(name)
+        if why is not None:
+            problem = "%s is not a valid Deployment name: %s" % (debug_str(name), why)
+        else:
+            d = deployment(namespace, name)
+            if d is not None and not _is_controlled_by(d, uid):
+                problem = (
+                    "Deployment %s already exists in namespace %s and is not managed by this Foo; "
+                    "choose another name" % (debug_str(name), debug_str(namespace))
+                )
+    if problem is None:
+        return [], []
+    if old_spec is not None and old_spec == spec:
+        return ["%s: %s" % (field, problem)], []
+    return [], [(field, problem)]
+
+
 def _invalid(message):
     return Failure(message, [Event(WARNING, INVALID_SPEC, message)], False)
 

@@ -21,11 +21,7 @@ fn each_template_follows_the_convention() {
     for l in languages() {
         let dir = tmp(&format!("conv-{}", l.name));
         let done = scaffold("my-plugin", &l.name, &dir).expect("scaffolded");
-        let wit = if matches!(l.name.as_str(), "rust" | "go" | "c" | "js") {
-            "wit/v0.2/reconciler.wit"
-        } else {
-            "wit/reconciler.wit"
-        };
+        let wit = "wit/v0.2/reconciler.wit";
         for f in ["build.sh", "test.sh", "README.md", wit, "crds/foo.yaml", "foo.yaml", ".gitignore"] {
             assert!(dir.join(f).is_file(), "{}: {f} missing", l.name);
         }

@@ -5,8 +5,9 @@
 #   ./build.sh bindings      writes the generated `wit_world` package to bindings/ (typed stubs
 #                            with the WIT's docs, for your editor; not needed to build)
 #
-# The module is src/app.py (class WitWorld); the WIT is wit/ in this folder (kwop's own guests use
-# the repository's wit/). The toolchain (componentize-py, pinned by requirements.txt) is installed
+# The module is src/app.py (class WitWorld); the WIT is wit/v0.2/ in this folder (kwop's own guests
+# use the repository's wit/v0.2/); a folder with only wit/reconciler.wit (made by an older `kwop
+# plugin new`) still builds against that 0.1 WIT. The toolchain (componentize-py, pinned by requirements.txt) is installed
 # once into a venv in a shared cache, ~/.cache/kwop/toolchains/python-<hash of requirements.txt>
 # (KWOP_TOOLCHAINS moves it). Does nothing when OUT is newer than every input. Needs python3
 # (>= 3.9, with venv). On failure it prints one line (the full tool output is in dist/build.log).
@@ -27,7 +28,9 @@ fail() {
   exit 1
 }
 
-if [ -d "$here/wit" ]; then wit="$here/wit"; else wit="$(cd "$here/../../wit" 2>/dev/null && pwd)" || fail "no wit/ folder in $here"; fi
+if [ -d "$here/wit" ]; then witroot="$here/wit"; else witroot="$(cd "$here/../../wit" 2>/dev/null && pwd)" || fail "no wit/ folder in $here"; fi
+if [ -f "$witroot/v0.2/reconciler.wit" ]; then wit="$witroot/v0.2"; else wit="$witroot"; fi
+[ -f "$wit/reconciler.wit" ] || fail "no reconciler.wit in $wit"
 
 command -v "$python" >/dev/null 2>&1 || fail "$python is not installed"
 "$python" -c 'import sys; sys.exit(sys.version_info < (3, 9))' 2>/dev/null \
@@ -63,7 +66,7 @@ fi
 # `kwop plugin new` has its copy in src/; kwop's own guest-foo uses the repository's
 # wit/python/kwop.py, built in next to src/*.py.
 helper=()
-[ -f "$here/src/kwop.py" ] || [ ! -f "$wit/python/kwop.py" ] || helper=("$wit/python/kwop.py")
+[ -f "$here/src/kwop.py" ] || [ ! -f "$witroot/python/kwop.py" ] || helper=("$witroot/python/kwop.py")
 
 # Up to date? OUT newer than the sources, the WIT, the helper, the requirements and this script.
 if [ -f "$out" ] && [ -z "$(find "$here/src" "$wit/reconciler.wit" "${helper[@]}" "$here/requirements.txt" "${BASH_SOURCE[0]}" \
