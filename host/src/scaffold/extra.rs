@@ -1,6 +1,6 @@
 //! Files a new plugin gets from elsewhere in the repository, so each exists once: the WIT (0.2,
-//! which every language's SDK implements), the Foo CRD, the Rust SDK (with a standalone manifest and the workspace's lock file), the pinned
-//! JavaScript and Python toolchains and helper modules (`wit/js`, `wit/python`, vendored into
+//! which every language's SDK implements), the Foo CRD, the Rust SDK (with a standalone manifest
+//! and the workspace's lock file), the pinned JavaScript and Python toolchains and helper modules (`wit/js`, `wit/python`, vendored into
 //! `src/`), the C SDK with its JSON library (`wit/c`, into `src/`) and the Go SDK (`wit/go`, with
 //! its build script).
 
