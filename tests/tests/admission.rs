@@ -349,7 +349,8 @@ async fn the_webhook_port_bounds_what_a_caller_can_cost() -> anyhow::Result<()> 
     let idle = futures::future::try_join_all((0..128).map(|_| tokio::net::TcpStream::connect(("127.0.0.1", a.port))));
     let idle = idle.await?;
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let waiting = tokio::time::timeout(Duration::from_secs(2), post("finalizer".into(), review(&ns, "ok").into_bytes()));
+    let waiting =
+        tokio::time::timeout(Duration::from_secs(2), post("finalizer".into(), review(&ns, "ok").into_bytes()));
     assert!(waiting.await.is_err(), "a 129th connection was served");
     drop(idle);
     let (code, text) = post("finalizer".into(), review(&ns, "ok").into_bytes()).await?;
