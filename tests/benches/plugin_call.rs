@@ -13,7 +13,12 @@
 //!   memset to reset a pooled slot), to measure what each buys;
 //! - the same two for the C, JS, Python and Go ports when their components have been built
 //!   (by `scripts/build-guests` into `$KWOP_GUESTS_DIR` or `$CARGO_TARGET_DIR/guests`, or by
-//!   `guest-foo/{c,js,python,go}/build.sh` into their `dist/`; skipped otherwise).
+//!   `guest-foo/{c,js,python,go}/build.sh` into their `dist/`; skipped otherwise);
+//! - `{lang}_validate_fresh`: each port's `validate` (0.2) of the same Foo on CREATE, a fresh
+//!   instance per call, as the webhook does;
+//! - `{lang}_v01_wasm_{fresh,reused}`: the ports as last built for `kwop:reconciler@0.1`, from
+//!   `$KWOP_GUESTS_V01_DIR` (scripts/bench builds them from the revision before they moved to
+//!   0.2), so 0.1 and 0.2 are measured side by side.
 //!
 //! `cargo bench -p kwop-tests --bench plugin_call` (scripts/bench runs it and puts the medians in
 //! BENCHMARKS.md).
@@ -106,6 +111,39 @@ fn bench(c: &mut Criterion) {
         }
         let mut session = plugin.session().expect("instance");
         g.bench_function(format!("{lang}_wasm_reused"), |b| {
+            b.iter(|| black_box(session.reconcile(black_box(&req), cache.clone())))
+        });
+        if plugin.info.validates {
+            let admission = calls::admission();
+            let validate = || plugin.validate_with(&admission, calls::call_spec(), cache.clone());
+            match validate() {
+                Ok(Ok(_warnings)) => g.bench_function(format!("{lang}_validate_fresh"), |b| {
+                    b.iter(|| black_box(plugin.validate_with(black_box(&admission), calls::call_spec(), cache.clone())))
+                }),
+                other => {
+                    eprintln!("plugin_call: {lang} guest does not admit the Foo ({other:?}); validate skipped");
+                    continue;
+                }
+            };
+        }
+    }
+    // The same ports as built for 0.1, when scripts/bench built them.
+    let v01 = std::env::var_os("KWOP_GUESTS_V01_DIR").map(std::path::PathBuf::from);
+    for (lang, file) in [("c", "foo-c"), ("js", "foo-js"), ("python", "foo-py"), ("go", "foo-go")] {
+        let Some(path) = v01.as_ref().map(|d| d.join(format!("{file}.wasm"))).filter(|p| p.is_file()) else {
+            eprintln!("plugin_call: no 0.1 {lang} guest (set KWOP_GUESTS_V01_DIR; skipped)");
+            continue;
+        };
+        let Ok(plugin) = calls::load(&engine, &path) else {
+            eprintln!("plugin_call: the 0.1 {lang} guest does not load; skipped");
+            continue;
+        };
+        g.sample_size(if matches!(lang, "js" | "python") { 20 } else { 100 });
+        g.bench_function(format!("{lang}_v01_wasm_fresh"), |b| {
+            b.iter(|| black_box(plugin.reconcile(black_box(&req), "default/example-foo".into(), cache.clone())))
+        });
+        let mut session = plugin.session().expect("instance");
+        g.bench_function(format!("{lang}_v01_wasm_reused"), |b| {
             b.iter(|| black_box(session.reconcile(black_box(&req), cache.clone())))
         });
     }

@@ -91,6 +91,22 @@ pub fn request() -> Request {
     Request { primary: foo().to_string(), owned: vec![deployment().to_string()] }
 }
 
+/// The webhook's request for [`foo`] on CREATE (guest-foo admits it).
+pub fn admission() -> kwop::plugin::AdmissionRequest {
+    kwop::plugin::AdmissionRequest {
+        operation: kwop::plugin::Operation::Create,
+        object: foo().to_string(),
+        old_object: None,
+        user: "bench".into(),
+        dry_run: false,
+    }
+}
+
+/// A call about [`foo`], starting now.
+pub fn call_spec() -> kwop::plugin::CallSpec {
+    kwop::plugin::CallSpec::new("default/example-foo".into(), &foo().to_string())
+}
+
 /// The cache the plugin reads the Deployment from.
 pub fn cache() -> Arc<dyn CacheView> {
     let mut c = StaticCache::default();
