@@ -53,8 +53,11 @@ pub fn guest_foo_for_group(lang: &str, group: &str) -> Result<PathBuf> {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     copy_tree(&root.join("guest-foo").join(lang), &port, &mut h)?;
     for (link, to) in [("host", root.join("host")), ("wit", root.join("wit"))] {
+        // Made anew each time: a link left by a checkout elsewhere (another worktree) would
+        // build that checkout's scripts, or nothing once it is gone.
         let l = work.join(link);
-        if std::fs::symlink_metadata(&l).is_err() {
+        if std::fs::read_link(&l).ok().as_deref() != Some(to.as_path()) {
+            let _ = std::fs::remove_file(&l);
             std::os::unix::fs::symlink(&to, &l)?;
         }
     }

@@ -270,8 +270,12 @@ async fn a_secrets_data_is_copied_and_appears_nowhere_else() -> anyhow::Result<(
     })
     .await?;
     let status = sync_status_where(&client, &name, "the conflict in t2", |s| s["conflicts"] == json!([t2])).await?;
-    let evs = sync_events(&client, &name).await?;
-    assert!(!evs.is_empty());
+    // Events are recorded off the reconcile path: the status may land first.
+    let evs = wait::until("an event about the conflict", WITHIN, || async {
+        let evs = sync_events(&client, &name).await.map_err(|e| e.to_string())?;
+        Ok((!evs.is_empty()).then_some(evs))
+    })
+    .await?;
     syncs(&client).delete(&name, &DeleteParams::default()).await?;
     gone(&copies, "creds", "the copied Secret after the ConfigSync's deletion").await?;
 

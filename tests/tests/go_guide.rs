@@ -187,7 +187,7 @@ fn a_new_user_follows_the_go_guide_and_the_plugin_runs_on_the_cluster() -> anyho
     // Each step did what the guide says it does.
     assert!(out.contains("ok  \texample.com/foo-info"), "go test ran the guide's tests:\n{out}");
     assert!(work.join("foo-info/foo-info.wasm").is_file(), "the component is built in the user's folder");
-    assert!(out.contains("\"world\": \"kwop:reconciler@0.1.0\""), "kwop plugin inspect:\n{out}");
+    assert!(out.contains("\"world\": \"kwop:reconciler@0.2.0\""), "kwop plugin inspect:\n{out}");
     assert!(out.contains("\"reason\": \"Synced\""), "kwop plugin reconcile printed the event:\n{out}");
     assert!(out.contains(r#"{"deployment":"web","replicas":"2"}"#), "the ConfigMap's data:\n{out}");
 
