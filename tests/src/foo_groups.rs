@@ -6,7 +6,7 @@
 
 use anyhow::{bail, Context, Result};
 use std::hash::{Hash, Hasher};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 /// The file holding the group in each port.
@@ -16,29 +16,6 @@ fn group_file(lang: &str) -> Result<&'static str> {
         "python" => "src/app.py",
         _ => bail!("no {lang} port of guest-foo with a group to change (js, python)"),
     })
-}
-
-fn copy_tree(src: &Path, dst: &Path, h: &mut impl Hasher) -> Result<()> {
-    std::fs::create_dir_all(dst)?;
-    let mut entries: Vec<_> = std::fs::read_dir(src)?.flatten().collect();
-    entries.sort_by_key(|e| e.file_name());
-    for e in entries {
-        let name = e.file_name();
-        let n = name.to_string_lossy();
-        if matches!(n.as_ref(), "node_modules" | "dist" | "__pycache__" | ".venv") {
-            continue;
-        }
-        let (from, to) = (e.path(), dst.join(&name));
-        if e.file_type()?.is_dir() {
-            copy_tree(&from, &to, h)?;
-        } else {
-            let bytes = std::fs::read(&from)?;
-            n.hash(h);
-            bytes.hash(h);
-            std::fs::write(&to, bytes)?;
-        }
-    }
-    Ok(())
 }
 
 /// guest-foo's `lang` port ("js" or "python") reconciling Foos of `group` instead of
@@ -51,16 +28,9 @@ pub fn guest_foo_for_group(lang: &str, group: &str) -> Result<PathBuf> {
     let port = work.join("guest-foo").join(lang);
     let _ = std::fs::remove_dir_all(&port);
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    copy_tree(&root.join("guest-foo").join(lang), &port, &mut h)?;
-    for (link, to) in [("host", root.join("host")), ("wit", root.join("wit"))] {
-        // Made anew each time: a link left by a checkout elsewhere (another worktree) would
-        // build that checkout's scripts, or nothing once it is gone.
-        let l = work.join(link);
-        if std::fs::read_link(&l).ok().as_deref() != Some(to.as_path()) {
-            let _ = std::fs::remove_file(&l);
-            std::os::unix::fs::symlink(&to, &l)?;
-        }
-    }
+    let skip = ["node_modules", "dist", "__pycache__", ".venv"];
+    crate::tree::hash_tree(&root.join("guest-foo").join(lang), Some(&port), &skip, &mut h)?;
+    crate::tree::link_repo(&work)?;
     let file = port.join(group_file(lang)?);
     let text = std::fs::read_to_string(&file)?;
     if !text.contains("samplecontroller.k8s.io") {

@@ -6,29 +6,10 @@
 
 use anyhow::{bail, Context, Result};
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
-use std::path::{Path, PathBuf};
+use std::hash::Hasher;
+use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Mutex;
-
-fn hash_tree(dir: &Path, h: &mut impl Hasher) -> Result<()> {
-    let mut entries: Vec<_> =
-        std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?.flatten().collect();
-    entries.sort_by_key(|e| e.file_name());
-    for e in entries {
-        let name = e.file_name();
-        if matches!(name.to_string_lossy().as_ref(), "dist" | ".git") {
-            continue;
-        }
-        if e.file_type()?.is_dir() {
-            hash_tree(&e.path(), h)?;
-        } else {
-            name.hash(h);
-            std::fs::read(e.path())?.hash(h);
-        }
-    }
-    Ok(())
-}
 
 /// The component of the Go plugin in `dir` (relative to the repository), built once per process.
 pub fn build(dir: &str) -> Result<PathBuf> {
@@ -40,7 +21,7 @@ pub fn build(dir: &str) -> Result<PathBuf> {
     let root = crate::repo_root();
     let mut h = std::collections::hash_map::DefaultHasher::new();
     for d in [dir, "wit/go", "wit/v0.2"] {
-        hash_tree(&root.join(d), &mut h)?;
+        crate::tree::hash_tree(&root.join(d), None, &["dist", ".git"], &mut h)?;
     }
     let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target"));
     let name = dir.trim_end_matches('/').replace('/', "-");

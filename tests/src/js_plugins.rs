@@ -11,31 +11,11 @@
 
 use anyhow::{bail, Context, Result};
 use std::hash::{Hash, Hasher};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
-fn copy_tree(src: &Path, dst: &Path, h: &mut impl Hasher) -> Result<()> {
-    std::fs::create_dir_all(dst)?;
-    let mut entries: Vec<_> = std::fs::read_dir(src)?.flatten().collect();
-    entries.sort_by_key(|e| e.file_name());
-    for e in entries {
-        let name = e.file_name();
-        let n = name.to_string_lossy();
-        if matches!(n.as_ref(), "node_modules" | "dist" | "gen") {
-            continue;
-        }
-        let (from, to) = (e.path(), dst.join(&name));
-        if e.file_type()?.is_dir() {
-            copy_tree(&from, &to, h)?;
-        } else {
-            let bytes = std::fs::read(&from)?;
-            n.hash(h);
-            bytes.hash(h);
-            std::fs::write(&to, bytes)?;
-        }
-    }
-    Ok(())
-}
+/// Left out of the hash and the copy: installed packages and build output.
+const SKIP: &[&str] = &["node_modules", "dist", "gen"];
 
 /// Builds the JavaScript (or TypeScript) plugin in `dir` (relative to the repository root) and
 /// returns its component, `<name>-<hash>.wasm`.
@@ -47,25 +27,17 @@ pub fn build(dir: &str, name: &str) -> Result<PathBuf> {
     let copy = if own.is_file() { root.join(dir) } else { work.join("p").join(name) };
     let mut h = std::collections::hash_map::DefaultHasher::new();
     if own.is_file() {
-        // Hashed only: a scratch copy goes to the system's temp folder and is removed.
-        let scratch = std::env::temp_dir().join(format!("kwop-js-hash-{}-{name}", std::process::id()));
-        copy_tree(&copy, &scratch, &mut h)?;
-        let _ = std::fs::remove_dir_all(&scratch);
+        crate::tree::hash_tree(&copy, None, SKIP, &mut h)?;
     } else {
         let _ = std::fs::remove_dir_all(&copy);
-        copy_tree(&root.join(dir), &copy, &mut h)?;
+        crate::tree::hash_tree(&root.join(dir), Some(&copy), SKIP, &mut h)?;
         // The pinned toolchain, unless the plugin pins its own.
         for f in ["package.json", "package-lock.json"] {
             if !copy.join(f).exists() {
                 std::fs::write(copy.join(f), std::fs::read(root.join("guest-foo/js").join(f))?)?;
             }
         }
-        for (link, to) in [("host", root.join("host")), ("wit", root.join("wit"))] {
-            let l = work.join(link);
-            if std::fs::symlink_metadata(&l).is_err() {
-                std::os::unix::fs::symlink(&to, &l)?;
-            }
-        }
+        crate::tree::link_repo(&work)?;
     }
     for f in [
         "host/templates/js/build.sh",

@@ -30,6 +30,7 @@ pub mod python_plugins;
 pub mod registry;
 pub mod scaffolds;
 pub mod shards;
+pub mod tree;
 pub mod wait;
 pub mod wat_plugin;
 

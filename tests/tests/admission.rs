@@ -7,88 +7,16 @@
 
 mod common;
 
+use common::webhook::*;
 use common::*;
-use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DeleteParams, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::Client;
-use kwop_tests::{plugins, procs::free_port, wait, ControlPlane, Host, Mode};
+use kwop_tests::{plugins, wait, ControlPlane, Mode};
 use serde_json::json;
-use std::path::Path;
 use std::time::{Duration, Instant};
-
-/// A host serving admission on a free port for the plugins in `dir`, watching only `ns` (its
-/// webhooks are limited to that namespace), its Secret and configuration named after `ns`.
-struct Admitting {
-    host: Host,
-    configuration: String,
-    secret: String,
-    /// The webhook's port.
-    port: u16,
-}
-
-fn start(plane: &ControlPlane, dir: &Path, ns: &str, extra: &[&str]) -> anyhow::Result<Admitting> {
-    let port = free_port()?;
-    let (configuration, secret) = (format!("kwop-{ns}"), format!("webhook-{ns}"));
-    let mut args = vec![
-        format!("--namespace={ns}"),
-        format!("--system-namespace={ns}"),
-        format!("--webhook-bind-address=127.0.0.1:{port}"),
-        format!("--webhook-url=https://127.0.0.1:{port}"),
-        format!("--webhook-configuration={configuration}"),
-        format!("--webhook-secret={secret}"),
-    ];
-    args.extend(extra.iter().map(|s| s.to_string()));
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    Ok(Admitting { host: host(plane, dir, &args)?, configuration, secret, port })
-}
-
-/// The host's webhook configuration, once it names `plugin` with a caBundle.
-async fn configured(client: &Client, name: &str, plugin: &str) -> anyhow::Result<ValidatingWebhookConfiguration> {
-    let api: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
-    wait::until(&format!("webhook configuration {name} for {plugin}"), Duration::from_secs(60), || async {
-        let c = api.get_opt(name).await.map_err(|e| e.to_string())?;
-        let ready = c.as_ref().is_some_and(|c| {
-            c.webhooks.iter().flatten().any(|w| {
-                w.name == format!("{plugin}.kwop.dev")
-                    && w.client_config.ca_bundle.as_ref().is_some_and(|b| !b.0.is_empty())
-            })
-        });
-        Ok(c.filter(|_| ready))
-    })
-    .await
-}
-
-async fn remove_configuration(client: &Client, name: &str) {
-    let api: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
-    let _ = api.delete(name, &DeleteParams::default()).await;
-}
-
-/// `kubectl apply` of `yaml`: Ok(stdout) or Err(what kubectl printed).
-fn kubectl_apply(plane: &ControlPlane, ns: &str, yaml: &str) -> Result<String, String> {
-    plane.kubectl_stdin(&["apply", "-n", ns, "-f", "-"], yaml).map_err(|e| e.to_string())
-}
-
-fn foo_yaml(name: &str, deployment: Option<&str>) -> String {
-    let dep = deployment.map(|d| format!("  deploymentName: \"{d}\"\n")).unwrap_or_default();
-    format!("apiVersion: samplecontroller.k8s.io/v1alpha1\nkind: Foo\nmetadata:\n  name: {name}\nspec:\n{dep}  replicas: 1\n")
-}
-
-/// Applies until the webhook answers (the API server may need a moment to pick up a new
-/// configuration): the first answer that is not a connection failure.
-async fn apply_answered(plane: &ControlPlane, ns: &str, yaml: &str) -> Result<String, String> {
-    let until = Instant::now() + Duration::from_secs(30);
-    loop {
-        let r = kubectl_apply(plane, ns, yaml);
-        let unanswered = r.as_ref().err().is_some_and(|e| e.contains("failed calling webhook"));
-        if !unanswered || Instant::now() > until {
-            return r;
-        }
-        tokio::time::sleep(Duration::from_millis(300)).await;
-    }
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn guest_foo_refuses_bad_foos_with_its_own_message_and_accepts_good_ones() -> anyhow::Result<()> {
@@ -96,7 +24,7 @@ async fn guest_foo_refuses_bad_foos_with_its_own_message_and_accepts_good_ones()
     let ns = plane.namespace("adm-foo")?;
     let client = plane.client().await?;
     let dir = plugins::folder(&[("guest-foo.wasm", plugins::GUEST_FOO)])?;
-    let a = start(plane, &dir, &ns, &[])?;
+    let a = admitting(plane, &dir, &ns, &[])?;
     configured(&client, &a.configuration, "guest-foo").await?;
 
     let refused = apply_answered(plane, &ns, &foo_yaml("bad", Some("Bad_Name"))).await.expect_err("refused");
@@ -148,7 +76,8 @@ async fn a_plugin_that_traps_or_loops_is_refused_under_fail_and_allowed_under_ig
     let dir = plugins::folder(&[("finalizer.wasm", plugins::FINALIZER)])?;
     for (policy, allowed) in [("Fail", false), ("Ignore", true)] {
         let ns = plane.namespace(&format!("adm-{}", policy.to_lowercase()))?;
-        let a = start(plane, &dir, &ns, &[&format!("--webhook-failure-policy={policy}"), "--plugin-timeout=500ms"])?;
+        let a =
+            admitting(plane, &dir, &ns, &[&format!("--webhook-failure-policy={policy}"), "--plugin-timeout=500ms"])?;
         let c = configured(&client, &a.configuration, "finalizer").await?;
         let hook = c.webhooks.iter().flatten().next().cloned().unwrap_or_default();
         assert_eq!(hook.failure_policy.as_deref(), Some(policy));
@@ -190,7 +119,7 @@ async fn a_hot_swap_changes_validation_without_a_restart() -> anyhow::Result<()>
     let ns = plane.namespace("adm-swap")?;
     let client = plane.client().await?;
     let dir = plugins::folder(&[("guest-foo.wasm", plugins::GUEST_FOO)])?;
-    let a = start(plane, &dir, &ns, &[])?;
+    let a = admitting(plane, &dir, &ns, &[])?;
     configured(&client, &a.configuration, "guest-foo").await?;
     let pid = a.host.proc.pid();
     apply_answered(plane, &ns, &foo_yaml("before", Some("old-one"))).await.map_err(anyhow::Error::msg)?;
@@ -221,7 +150,7 @@ async fn with_kwop_stopped_a_foo_is_refused_under_fail_and_accepted_under_ignore
     let dir = plugins::folder(&[("guest-foo.wasm", plugins::GUEST_FOO)])?;
     for (policy, accepted) in [("Fail", false), ("Ignore", true)] {
         let ns = plane.namespace(&format!("adm-stopped-{}", policy.to_lowercase()))?;
-        let a = start(plane, &dir, &ns, &[&format!("--webhook-failure-policy={policy}")])?;
+        let a = admitting(plane, &dir, &ns, &[&format!("--webhook-failure-policy={policy}")])?;
         configured(&client, &a.configuration, "guest-foo").await?;
         apply_answered(plane, &ns, &foo_yaml("while-up", Some("up"))).await.map_err(anyhow::Error::msg)?;
         let configuration = a.configuration.clone();
@@ -245,7 +174,7 @@ async fn the_certificate_is_renewed_while_the_api_server_keeps_calling() -> anyh
     let client = plane.client().await?;
     let dir = plugins::folder(&[("guest-foo.wasm", plugins::GUEST_FOO)])?;
     // Renewed every 2/3 × 30 s = 20 s.
-    let a = start(plane, &dir, &ns, &["--webhook-cert-validity=30s"])?;
+    let a = admitting(plane, &dir, &ns, &["--webhook-cert-validity=30s"])?;
     let c = configured(&client, &a.configuration, "guest-foo").await?;
     let ca = c.webhooks.iter().flatten().next().and_then(|w| w.client_config.ca_bundle.clone());
     apply_answered(plane, &ns, &foo_yaml("first", Some("first"))).await.map_err(anyhow::Error::msg)?;
@@ -302,7 +231,7 @@ async fn the_webhook_port_bounds_what_a_caller_can_cost() -> anyhow::Result<()> 
     let dir = plugins::folder(&[("finalizer.wasm", plugins::FINALIZER)])?;
     // Room for one call at a time; a looping validate holds it for its whole deadline (2.5 s).
     let flags = ["--webhook-timeout=3s", "--plugin-timeout=3s", "--plugin-memory=32Mi", "--plugin-memory-budget=40Mi"];
-    let a = start(plane, &dir, &ns, &flags)?;
+    let a = admitting(plane, &dir, &ns, &flags)?;
     let _ = rustls::crypto::ring::default_provider().install_default();
     // A connection each: a pooled one the server closed (after the 413) is no answer.
     let http = reqwest::Client::builder().tls_danger_accept_invalid_certs(true).pool_max_idle_per_host(0).build()?;

@@ -9,21 +9,15 @@
 
 mod common;
 
+use common::webhook::*;
 use common::*;
-use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
-use kube::api::{Api, DeleteParams, Patch, PatchParams};
-use kube::Client;
+use kube::api::{DeleteParams, Patch, PatchParams};
 use kwop_tests::c_plugins::{c_faults, guest_foo_c};
-use kwop_tests::{plugins, procs::free_port, wait, ControlPlane, Host, Mode};
+use kwop_tests::{plugins, wait, ControlPlane, Mode};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
-
-fn kwop(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(KWOP).args(args).output().expect("kwop runs");
-    (out.status.success(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
-}
+use std::time::Duration;
 
 fn repo(path: &str) -> String {
     kwop_tests::repo_root().join(path).display().to_string()
@@ -104,75 +98,13 @@ fn a_c_panic_an_assert_and_a_kwop_fail_show_their_own_messages_offline() {
     assert!(!ok && out.contains("spec.deploymentName: c-faults refuses r"), "{out}");
 }
 
-/// A host serving admission for the plugins in `dir`, watching only `ns`.
-struct Admitting {
-    host: Host,
-    configuration: String,
-}
-
-fn admitting(plane: &ControlPlane, dir: &Path, ns: &str, policy: &str) -> anyhow::Result<Admitting> {
-    let port = free_port()?;
-    let configuration = format!("kwop-{ns}");
-    let args = [
-        format!("--namespace={ns}"),
-        format!("--system-namespace={ns}"),
-        format!("--webhook-bind-address=127.0.0.1:{port}"),
-        format!("--webhook-url=https://127.0.0.1:{port}"),
-        format!("--webhook-configuration={configuration}"),
-        format!("--webhook-secret=webhook-{ns}"),
-        format!("--webhook-failure-policy={policy}"),
-    ];
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    Ok(Admitting { host: host(plane, dir, &args)?, configuration })
-}
-
-/// Waits for the host's webhook configuration naming `plugin` with a caBundle.
-async fn configured(client: &Client, name: &str, plugin: &str) -> anyhow::Result<()> {
-    let api: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
-    wait::until(&format!("webhook configuration {name} for {plugin}"), Duration::from_secs(60), || async {
-        let c = api.get_opt(name).await.map_err(|e| e.to_string())?;
-        let ready = c.as_ref().is_some_and(|c| {
-            c.webhooks.iter().flatten().any(|w| {
-                w.name == format!("{plugin}.kwop.dev")
-                    && w.client_config.ca_bundle.as_ref().is_some_and(|b| !b.0.is_empty())
-            })
-        });
-        Ok(ready.then_some(()))
-    })
-    .await
-}
-
-async fn remove_configuration(client: &Client, name: &str) {
-    let api: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
-    let _ = api.delete(name, &DeleteParams::default()).await;
-}
-
-fn foo_yaml(name: &str, deployment: Option<&str>) -> String {
-    let dep = deployment.map(|d| format!("  deploymentName: \"{d}\"\n")).unwrap_or_default();
-    format!("apiVersion: samplecontroller.k8s.io/v1alpha1\nkind: Foo\nmetadata:\n  name: {name}\nspec:\n{dep}  replicas: 1\n")
-}
-
-/// `kubectl apply` until the webhook answers (the API server may need a moment for a new
-/// configuration): Ok(stdout) or Err(what kubectl printed).
-async fn apply_answered(plane: &ControlPlane, ns: &str, yaml: &str) -> Result<String, String> {
-    let until = Instant::now() + Duration::from_secs(30);
-    loop {
-        let r = plane.kubectl_stdin(&["apply", "-n", ns, "-f", "-"], yaml).map_err(|e| e.to_string());
-        let unanswered = r.as_ref().err().is_some_and(|e| e.contains("failed calling webhook"));
-        if !unanswered || Instant::now() > until {
-            return r;
-        }
-        tokio::time::sleep(Duration::from_millis(300)).await;
-    }
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn guest_foo_c_refuses_a_bad_foo_through_the_api_server_with_its_own_message() -> anyhow::Result<()> {
     let plane = ControlPlane::shared(Mode::Api)?;
     let ns = plane.namespace("langc-adm")?;
     let client = plane.client().await?;
     let dir = plugins::folder(&[("guest-foo-c.wasm", guest_foo_c())])?;
-    let a = admitting(plane, &dir, &ns, "Fail")?;
+    let a = admitting(plane, &dir, &ns, &["--webhook-failure-policy=Fail"])?;
     configured(&client, &a.configuration, "guest-foo-c").await?;
     let refused = apply_answered(plane, &ns, &foo_yaml("bad", Some("Bad_Name"))).await.expect_err("refused");
     assert!(refused.contains("admission webhook \"guest-foo-c.kwop.dev\" denied the request"), "{refused}");
@@ -250,7 +182,7 @@ async fn a_c_validate_error_is_refused_under_fail_and_admitted_under_ignore_with
     let dir = plugins::folder(&[("c-faults.wasm", c_faults())])?;
     for (policy, admitted) in [("Fail", false), ("Ignore", true)] {
         let ns = plane.namespace(&format!("langc-adm-{}", policy.to_lowercase()))?;
-        let a = admitting(plane, &dir, &ns, policy)?;
+        let a = admitting(plane, &dir, &ns, &[&format!("--webhook-failure-policy={policy}")])?;
         configured(&client, &a.configuration, "c-faults").await?;
         // Its own refusal holds under either policy.
         let refused = apply_answered(plane, &ns, &foo_yaml("nope", Some("refuse"))).await.expect_err("refused");

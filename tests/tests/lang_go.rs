@@ -7,17 +7,17 @@
 
 mod common;
 
+use common::webhook::*;
 use common::*;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::Client;
-use kwop_tests::{go_plugins, plugins, procs::free_port, wait, ControlPlane, Host, Mode};
+use kwop_tests::{go_plugins, plugins, wait, ControlPlane, Mode};
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::{Duration, Instant};
+use std::path::PathBuf;
+use std::time::Duration;
 
 fn go_faults() -> PathBuf {
     go_plugins::build("tests/plugins/go-faults").expect("tests/plugins/go-faults builds")
@@ -25,11 +25,6 @@ fn go_faults() -> PathBuf {
 
 fn guest_foo_go() -> PathBuf {
     go_plugins::build("guest-foo/go").expect("guest-foo/go builds")
-}
-
-fn kwop(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(KWOP).args(args).output().expect("kwop runs");
-    (out.status.success(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
 }
 
 fn fins(client: &Client, ns: &str) -> Api<DynamicObject> {
@@ -42,43 +37,6 @@ fn fins(client: &Client, ns: &str) -> Api<DynamicObject> {
 
 fn fin(name: &str, spec: Value) -> Value {
     json!({ "apiVersion": "test.kwop.dev/v1", "kind": "Fin", "metadata": { "name": name, "namespace": "default", "uid": "u-1" }, "spec": spec })
-}
-
-/// A host for the plugins in `dir`, watching only `ns`, serving admission on a free port.
-fn admitting(plane: &ControlPlane, dir: &Path, ns: &str, policy: &str) -> anyhow::Result<(Host, String)> {
-    let port = free_port()?;
-    let configuration = format!("kwop-{ns}");
-    let args = [
-        format!("--namespace={ns}"),
-        format!("--system-namespace={ns}"),
-        format!("--webhook-bind-address=127.0.0.1:{port}"),
-        format!("--webhook-url=https://127.0.0.1:{port}"),
-        format!("--webhook-configuration={configuration}"),
-        format!("--webhook-secret=webhook-{ns}"),
-        format!("--webhook-failure-policy={policy}"),
-    ];
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    Ok((host(plane, dir, &args)?, configuration))
-}
-
-/// `kubectl apply` until the webhook answers (a new configuration takes the API server a moment).
-async fn apply_answered(plane: &ControlPlane, ns: &str, yaml: &str) -> Result<String, String> {
-    let until = Instant::now() + Duration::from_secs(30);
-    loop {
-        let r = plane.kubectl_stdin(&["apply", "-n", ns, "-f", "-"], yaml).map_err(|e| e.to_string());
-        let unanswered =
-            r.as_ref().err().is_some_and(|e| e.contains("failed calling webhook") && e.contains("connect"));
-        if !unanswered || Instant::now() > until {
-            return r;
-        }
-        tokio::time::sleep(Duration::from_millis(300)).await;
-    }
-}
-
-async fn remove_configuration(client: &Client, name: &str) {
-    let api: Api<k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration> =
-        Api::all(client.clone());
-    let _ = api.delete(name, &DeleteParams::default()).await;
 }
 
 #[test]
@@ -133,15 +91,11 @@ async fn guest_foo_go_refuses_a_bad_foo_through_the_api_servers_admission_call()
     let ns = plane.namespace("go-adm")?;
     let client = plane.client().await?;
     let dir = plugins::folder(&[("guest-foo-go.wasm", &guest_foo_go().display().to_string())])?;
-    let (_host, configuration) = admitting(plane, &dir, &ns, "Fail")?;
-    let foo = |name: &str, dep: Option<&str>| {
-        let dep = dep.map(|d| format!("  deploymentName: \"{d}\"\n")).unwrap_or_default();
-        format!("apiVersion: samplecontroller.k8s.io/v1alpha1\nkind: Foo\nmetadata:\n  name: {name}\nspec:\n{dep}  replicas: 1\n")
-    };
-    let refused = apply_answered(plane, &ns, &foo("bad", Some("Bad_Name"))).await.expect_err("refused");
+    let Admitting { host: _host, configuration, .. } = admitting(plane, &dir, &ns, &["--webhook-failure-policy=Fail"])?;
+    let refused = apply_answered(plane, &ns, &foo_yaml("bad", Some("Bad_Name"))).await.expect_err("refused");
     assert!(refused.contains("admission webhook \"guest-foo-go.kwop.dev\" denied the request"), "{refused}");
     assert!(refused.contains("spec.deploymentName: \"Bad_Name\" is not a valid Deployment name"), "{refused}");
-    let missing = apply_answered(plane, &ns, &foo("missing", None)).await.expect_err("refused");
+    let missing = apply_answered(plane, &ns, &foo_yaml("missing", None)).await.expect_err("refused");
     assert!(missing.contains("spec.deploymentName: is required"), "{missing}");
     let theirs: Deployment = serde_json::from_value(json!({
         "metadata": { "name": "taken" },
@@ -149,7 +103,7 @@ async fn guest_foo_go_refuses_a_bad_foo_through_the_api_servers_admission_call()
             "template": { "metadata": { "labels": { "app": "t" } }, "spec": { "containers": [{ "name": "c", "image": "busybox" }] } } }
     }))?;
     Api::<Deployment>::namespaced(client.clone(), &ns).create(&PostParams::default(), &theirs).await?;
-    let foreign = apply_answered(plane, &ns, &foo("grabby", Some("taken"))).await.expect_err("refused");
+    let foreign = apply_answered(plane, &ns, &foo_yaml("grabby", Some("taken"))).await.expect_err("refused");
     assert!(
         foreign.contains("Deployment \"taken\" already exists in namespace")
             && foreign.contains("not managed by this Foo"),
@@ -158,7 +112,7 @@ async fn guest_foo_go_refuses_a_bad_foo_through_the_api_servers_admission_call()
     for n in ["bad", "missing", "grabby"] {
         assert!(foos(&client, &ns).get_opt(n).await?.is_none(), "{n} was stored");
     }
-    apply_answered(plane, &ns, &foo("good", Some("good"))).await.map_err(anyhow::Error::msg)?;
+    apply_answered(plane, &ns, &foo_yaml("good", Some("good"))).await.map_err(anyhow::Error::msg)?;
     deployment_where(&client, &ns, "good", "the good Foo's Deployment", |_| true).await?;
     remove_configuration(&client, &configuration).await;
     Ok(())
@@ -171,7 +125,8 @@ async fn go_panics_and_errors_reach_events_and_the_failure_policy_in_gos_words()
     let dir = plugins::folder(&[("go-faults.wasm", &go_faults().display().to_string())])?;
     for (policy, ignore) in [("Fail", false), ("Ignore", true)] {
         let ns = plane.namespace(&format!("go-{}", policy.to_lowercase()))?;
-        let (host, configuration) = admitting(plane, &dir, &ns, policy)?;
+        let Admitting { host, configuration, .. } =
+            admitting(plane, &dir, &ns, &[&format!("--webhook-failure-policy={policy}")])?;
         let yaml = |name: &str, spec: &str| {
             format!("apiVersion: test.kwop.dev/v1\nkind: Fin\nmetadata:\n  name: {name}\nspec: {spec}\n")
         };

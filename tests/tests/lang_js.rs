@@ -9,28 +9,14 @@
 
 mod common;
 
+use common::webhook::*;
 use common::*;
-use kube::api::{Api, DeleteParams, Patch, PatchParams};
-use kube::Client;
-use kwop_tests::{plugins, procs::free_port, wait, ControlPlane, Host, Mode};
+use kube::api::{DeleteParams, Patch, PatchParams};
+use kwop_tests::{plugins, wait, ControlPlane, Mode};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
-
-/// guest-foo/js, as `scripts/build-guests js` builds it.
-fn foo_js() -> PathBuf {
-    let dir = std::env::var_os("KWOP_GUESTS_DIR").map(PathBuf::from).unwrap_or_else(|| {
-        std::env::var_os("CARGO_TARGET_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| kwop_tests::repo_root().join("target"))
-            .join("guests")
-    });
-    let path = dir.join("foo-js.wasm");
-    assert!(path.is_file(), "{} is missing: run scripts/build-guests js", path.display());
-    path
-}
+use std::time::Duration;
 
 /// tests/plugins/js-faults, built once per test process.
 fn faults() -> &'static PathBuf {
@@ -38,15 +24,6 @@ fn faults() -> &'static PathBuf {
     WASM.get_or_init(|| {
         kwop_tests::js_plugins::build("tests/plugins/js-faults", "js-faults").expect("js-faults builds")
     })
-}
-
-fn kwop(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(KWOP).args(args).output().expect("kwop runs");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 fn write(dir: &Path, name: &str, v: &Value) -> String {
@@ -75,7 +52,7 @@ fn in_js_words(m: &str, head: &str) {
 #[test]
 fn guest_foo_js_passes_the_foo_and_validation_fixtures_offline() {
     let root = kwop_tests::repo_root();
-    let wasm = foo_js().display().to_string();
+    let wasm = built_guest("foo-js").display().to_string();
     let crd = root.join("crds/foo.yaml").display().to_string();
     for (fixtures, n) in [("tests/fixtures/foo", 13), ("tests/fixtures/foo-validate", 6)] {
         let dir = root.join(fixtures).display().to_string();
@@ -122,60 +99,13 @@ fn a_js_error_in_reconcile_finalize_or_validate_keeps_its_words_offline() {
     assert!(ok && out.contains("\"allowed\": true"), "{out}{err}");
 }
 
-/// A host serving admission for the plugins in `dir`, watching only `ns`.
-struct Admitting {
-    host: Host,
-    configuration: String,
-}
-
-fn start(plane: &ControlPlane, dir: &Path, ns: &str, extra: &[&str]) -> anyhow::Result<Admitting> {
-    let port = free_port()?;
-    let configuration = format!("kwop-{ns}");
-    let mut args = vec![
-        format!("--namespace={ns}"),
-        format!("--system-namespace={ns}"),
-        format!("--webhook-bind-address=127.0.0.1:{port}"),
-        format!("--webhook-url=https://127.0.0.1:{port}"),
-        format!("--webhook-configuration={configuration}"),
-        format!("--webhook-secret=webhook-{ns}"),
-        "--plugin-timeout=10s".to_string(),
-    ];
-    args.extend(extra.iter().map(|s| s.to_string()));
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    Ok(Admitting { host: host(plane, dir, &args)?, configuration })
-}
-
-async fn remove_configuration(client: &Client, name: &str) {
-    use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
-    let _ = Api::<ValidatingWebhookConfiguration>::all(client.clone()).delete(name, &DeleteParams::default()).await;
-}
-
-fn foo_yaml(name: &str, deployment: Option<&str>) -> String {
-    let dep = deployment.map(|d| format!("  deploymentName: \"{d}\"\n")).unwrap_or_default();
-    format!("apiVersion: samplecontroller.k8s.io/v1alpha1\nkind: Foo\nmetadata:\n  name: {name}\nspec:\n{dep}  replicas: 1\n")
-}
-
-/// `kubectl apply` until the webhook answers (a new configuration takes the API server a moment,
-/// the host a moment to serve): the first answer that is not a failure to call the webhook.
-async fn apply_answered(plane: &ControlPlane, ns: &str, yaml: &str) -> Result<String, String> {
-    let until = Instant::now() + Duration::from_secs(60);
-    loop {
-        let r = plane.kubectl_stdin(&["apply", "-n", ns, "-f", "-"], yaml).map_err(|e| e.to_string());
-        let unanswered = r.as_ref().err().is_some_and(|e| e.contains("failed calling webhook"));
-        if !unanswered || Instant::now() > until {
-            return r;
-        }
-        tokio::time::sleep(Duration::from_millis(300)).await;
-    }
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn guest_foo_js_refuses_a_bad_foo_through_the_api_server() -> anyhow::Result<()> {
     let plane = ControlPlane::shared(Mode::Api)?;
     let ns = plane.namespace("js-adm")?;
     let client = plane.client().await?;
-    let dir = plugins::folder(&[("foo-js.wasm", &foo_js().display().to_string())])?;
-    let a = start(plane, &dir, &ns, &[])?;
+    let dir = plugins::folder(&[("foo-js.wasm", &built_guest("foo-js").display().to_string())])?;
+    let a = admitting(plane, &dir, &ns, &["--plugin-timeout=10s"])?;
     let refused = apply_answered(plane, &ns, &foo_yaml("bad", Some("Bad_Name"))).await.expect_err("refused");
     assert!(refused.contains("admission webhook \"guest-foo-js.kwop.dev\" denied the request"), "{refused}");
     assert!(refused.contains("spec.deploymentName: \"Bad_Name\" is not a valid Deployment name"), "{refused}");
@@ -201,7 +131,7 @@ async fn js_errors_reach_the_cluster_in_javascripts_words() -> anyhow::Result<()
     assert!(ok, "{out}{err}");
 
     let ns = plane.namespace("js-faults")?;
-    let a = start(plane, &dir, &ns, &["--webhook-failure-policy=Fail"])?;
+    let a = admitting(plane, &dir, &ns, &["--plugin-timeout=10s", "--webhook-failure-policy=Fail"])?;
     // validate throws: under Fail the API server refuses, with the error's own words.
     let r = apply_answered(plane, &ns, &foo_yaml("denied", Some("deny-me"))).await.expect_err("denied");
     assert!(r.contains("spec.deploymentName: js-faults denies deny-me"), "{r}");
@@ -249,7 +179,7 @@ async fn js_errors_reach_the_cluster_in_javascripts_words() -> anyhow::Result<()
 
     // Under Ignore the same throwing validate admits the Foo.
     let ns = plane.namespace("js-faults-ignore")?;
-    let a = start(plane, &dir, &ns, &["--webhook-failure-policy=Ignore"])?;
+    let a = admitting(plane, &dir, &ns, &["--plugin-timeout=10s", "--webhook-failure-policy=Ignore"])?;
     // The webhook is live once it refuses what the plugin denies (under Ignore, an unreachable
     // webhook admits everything: that must not pass for the throwing validate's answer).
     wait::until("the webhook refusing deny-me", Duration::from_secs(60), || async {

@@ -11,43 +11,19 @@
 
 mod common;
 
+use common::webhook::*;
 use common::*;
-use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
-use kube::api::{Api, DeleteParams, Patch, PatchParams};
-use kube::Client;
-use kwop_tests::{plugins, procs::free_port, wait, ControlPlane, Host, Mode};
+use kube::api::{DeleteParams, Patch, PatchParams};
+use kwop_tests::{plugins, wait, ControlPlane, Host, Mode};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
-
-/// guest-foo's Python port, as scripts/build-guests built it.
-fn guest_foo_py() -> PathBuf {
-    let dir = std::env::var_os("KWOP_GUESTS_DIR").map(PathBuf::from).unwrap_or_else(|| {
-        std::env::var_os("CARGO_TARGET_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| kwop_tests::repo_root().join("target"))
-            .join("guests")
-    });
-    let path = dir.join("foo-py.wasm");
-    assert!(path.is_file(), "{} is missing: run scripts/build-guests py (scripts/test does)", path.display());
-    path
-}
+use std::time::Duration;
 
 /// tests/plugins/python-faults, built once per test process.
 fn faults() -> &'static PathBuf {
     static WASM: OnceLock<PathBuf> = OnceLock::new();
     WASM.get_or_init(|| kwop_tests::python_plugins::build("python-faults").expect("python-faults builds"))
-}
-
-fn kwop(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(KWOP).args(args).output().expect("kwop runs");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).to_string(),
-        String::from_utf8_lossy(&out.stderr).to_string(),
-    )
 }
 
 fn tmp(name: &str) -> PathBuf {
@@ -85,7 +61,7 @@ fn in_python_words(message: &str, exception: &str) {
 
 #[test]
 fn guest_foo_in_python_passes_the_foo_and_validation_fixtures_offline() {
-    let wasm = guest_foo_py().display().to_string();
+    let wasm = built_guest("foo-py").display().to_string();
     let root = kwop_tests::repo_root();
     let crd = root.join("crds/foo.yaml").display().to_string();
     let timeout = "--plugin-timeout=10s";
@@ -137,57 +113,25 @@ fn python_exceptions_in_reconcile_finalize_and_validate_keep_their_message_offli
     assert_eq!(v["violations"], json!([{ "field": "spec.deploymentName", "message": "python says no" }]), "{v}");
 }
 
-/// A host serving admission (failure policy `policy`) for the plugins in `dir`, watching only `ns`.
-async fn admitting(plane: &ControlPlane, dir: &Path, ns: &str, policy: &str, plugin: &str) -> anyhow::Result<Host> {
-    let port = free_port()?;
-    let configuration = format!("kwop-{ns}");
-    let args = [
-        format!("--namespace={ns}"),
-        format!("--system-namespace={ns}"),
-        format!("--webhook-bind-address=127.0.0.1:{port}"),
-        format!("--webhook-url=https://127.0.0.1:{port}"),
-        format!("--webhook-configuration={configuration}"),
-        format!("--webhook-secret=webhook-{ns}"),
-        format!("--webhook-failure-policy={policy}"),
-        "--plugin-timeout=10s".to_string(),
-    ];
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let host = host(plane, dir, &args)?;
-    let api: Api<ValidatingWebhookConfiguration> = Api::all(plane.client().await?);
-    wait::until(&format!("webhook configuration {configuration}"), Duration::from_secs(90), || async {
-        let c = api.get_opt(&configuration).await.map_err(|e| e.to_string())?;
-        let ready = c.as_ref().is_some_and(|c| {
-            c.webhooks.iter().flatten().any(|w| {
-                w.name == format!("{plugin}.kwop.dev")
-                    && w.client_config.ca_bundle.as_ref().is_some_and(|b| !b.0.is_empty())
-            })
-        });
-        Ok(ready.then_some(()))
-    })
-    .await?;
-    Ok(host)
-}
-
-async fn remove_configuration(client: &Client, ns: &str) {
-    let api: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
-    let _ = api.delete(&format!("kwop-{ns}"), &DeleteParams::default()).await;
+/// A host serving admission (failure policy `policy`) for the plugins in `dir`, watching only
+/// `ns`, once its webhook configuration names `plugin`.
+async fn admitting_ready(
+    plane: &ControlPlane,
+    dir: &Path,
+    ns: &str,
+    policy: &str,
+    plugin: &str,
+) -> anyhow::Result<Host> {
+    let policy = format!("--webhook-failure-policy={policy}");
+    let a = admitting(plane, dir, ns, &[&policy, "--plugin-timeout=10s"])?;
+    configured(&plane.client().await?, &a.configuration, plugin).await?;
+    Ok(a.host)
 }
 
 /// `kubectl apply` until the webhook answers (the API server may need a moment to pick up a new
 /// configuration): Ok(stdout) or Err(what kubectl printed).
 async fn apply(plane: &ControlPlane, ns: &str, name: &str, deployment: &str) -> Result<String, String> {
-    let yaml = format!(
-        "apiVersion: samplecontroller.k8s.io/v1alpha1\nkind: Foo\nmetadata:\n  name: {name}\nspec:\n  deploymentName: \"{deployment}\"\n  replicas: 1\n"
-    );
-    let until = Instant::now() + Duration::from_secs(30);
-    loop {
-        let r = plane.kubectl_stdin(&["apply", "-n", ns, "-f", "-"], &yaml).map_err(|e| e.to_string());
-        let unanswered = r.as_ref().err().is_some_and(|e| e.contains("failed calling webhook"));
-        if !unanswered || Instant::now() > until {
-            return r;
-        }
-        tokio::time::sleep(Duration::from_millis(300)).await;
-    }
+    apply_answered(plane, ns, &foo_yaml(name, Some(deployment))).await
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -195,8 +139,8 @@ async fn guest_foo_in_python_refuses_a_bad_foo_through_the_api_server_with_its_o
     let plane = ControlPlane::shared(Mode::Api)?;
     let ns = plane.namespace("py-adm-foo")?;
     let client = plane.client().await?;
-    let dir = plugins::folder(&[("foo-py.wasm", &guest_foo_py().display().to_string())])?;
-    let host = admitting(plane, &dir, &ns, "Fail", "guest-foo-py").await?;
+    let dir = plugins::folder(&[("foo-py.wasm", &built_guest("foo-py").display().to_string())])?;
+    let host = admitting_ready(plane, &dir, &ns, "Fail", "guest-foo-py").await?;
     let refused = apply(plane, &ns, "bad", "Bad_Name").await.expect_err("an invalid name is refused");
     assert!(refused.contains("admission webhook \"guest-foo-py.kwop.dev\" denied the request"), "{refused}");
     assert!(refused.contains("spec.deploymentName: \"Bad_Name\" is not a valid Deployment name"), "{refused}");
@@ -208,7 +152,7 @@ async fn guest_foo_in_python_refuses_a_bad_foo_through_the_api_server_with_its_o
     apply(plane, &ns, "good", "good-web").await.map_err(anyhow::Error::msg)?;
     deployment_where(&client, &ns, "good-web", "the Deployment", |_| true).await?;
     assert!(host.metric("kwop_admission_requests_total", &[("result", "denied")])? >= 2.0, "{}", host.log());
-    remove_configuration(&client, &ns).await;
+    remove_configuration(&client, &format!("kwop-{ns}")).await;
     Ok(())
 }
 
@@ -218,7 +162,7 @@ async fn python_exceptions_reach_the_cluster_in_python_words_and_validate_follow
     let ns = plane.namespace("py-faults")?;
     let client = plane.client().await?;
     let dir = plugins::folder(&[("faults.wasm", &faults().display().to_string())])?;
-    let host = admitting(plane, &dir, &ns, "Fail", "py-faults").await?;
+    let host = admitting_ready(plane, &dir, &ns, "Fail", "py-faults").await?;
 
     // validate raises: not a refusal, the call fails and Fail refuses, with the message.
     let e =
@@ -266,7 +210,7 @@ async fn python_exceptions_reach_the_cluster_in_python_words_and_validate_follow
         Ok((left == 0).then_some(()))
     })
     .await?;
-    remove_configuration(&client, &ns).await;
+    remove_configuration(&client, &format!("kwop-{ns}")).await;
     Ok(())
 }
 
@@ -276,7 +220,7 @@ async fn a_python_validate_that_raises_is_admitted_under_ignore() -> anyhow::Res
     let ns = plane.namespace("py-ignore")?;
     let client = plane.client().await?;
     let dir = plugins::folder(&[("faults.wasm", &faults().display().to_string())])?;
-    let host = admitting(plane, &dir, &ns, "Ignore", "py-faults").await?;
+    let host = admitting_ready(plane, &dir, &ns, "Ignore", "py-faults").await?;
     apply(plane, &ns, "vraises", "validate-raises").await.map_err(anyhow::Error::msg)?;
     assert!(foos(&client, &ns).get_opt("vraises").await?.is_some(), "Ignore admits");
     assert!(host.metric("kwop_admission_requests_total", &[("result", "error_ignored")])? >= 1.0, "{}", host.log());
@@ -289,6 +233,6 @@ async fn a_python_validate_that_raises_is_admitted_under_ignore() -> anyhow::Res
         Ok(foos(&client, &ns).get_opt("vraises").await.map_err(|e| e.to_string())?.is_none().then_some(()))
     })
     .await?;
-    remove_configuration(&client, &ns).await;
+    remove_configuration(&client, &format!("kwop-{ns}")).await;
     Ok(())
 }

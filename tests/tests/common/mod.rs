@@ -12,9 +12,30 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub mod rp;
+pub mod webhook;
 
 /// The kwop binary under test.
 pub const KWOP: &str = env!("CARGO_BIN_EXE_kwop-host");
+
+/// `kwop ARGS`: (succeeded, stdout, stderr).
+pub fn kwop(args: &[&str]) -> (bool, String, String) {
+    let out = std::process::Command::new(KWOP).args(args).output().expect("kwop runs");
+    (out.status.success(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+}
+
+/// A guest-foo port as `scripts/build-guests` built it (`file`: foo-js, foo-py, ...), in
+/// `$KWOP_GUESTS_DIR`, else `$CARGO_TARGET_DIR/guests`.
+pub fn built_guest(file: &str) -> PathBuf {
+    let dir = std::env::var_os("KWOP_GUESTS_DIR").map(PathBuf::from).unwrap_or_else(|| {
+        std::env::var_os("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| kwop_tests::repo_root().join("target"))
+            .join("guests")
+    });
+    let path = dir.join(format!("{file}.wasm"));
+    assert!(path.is_file(), "{} is missing: run scripts/build-guests (scripts/test does)", path.display());
+    path
+}
 
 /// The test plugin `chaos`'s objects (tests/crds/chaos.yaml).
 pub fn chaos_api(client: &Client, ns: &str) -> Api<DynamicObject> {
