@@ -3,6 +3,7 @@
 //! Floor 4 of 0–15 (`docs/ARCHITECTURE.md`). May use: `plugin`. Used by: `admission`, `cli`,
 //! `controller`, `hotswap`, `shadow`, `source`, `watch`.
 
+pub mod flight;
 pub mod health;
 pub mod http;
 pub mod metrics;
