@@ -139,6 +139,7 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
     }
     let metrics = Arc::new(Metrics::new());
     let health = Arc::new(Health::default());
+    let flight = Arc::new(crate::telemetry::flight::FlightRecorder::default());
     let leadership = if leader_elect { Leadership::elected() } else { Leadership::always() };
     let lease_client = Client::try_from(config.clone()).context("cannot build a Kubernetes client")?;
     // Every other request goes through the write gate: of the leader, or sharded, of the shard.
@@ -194,7 +195,7 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
         addrs.push(probe_addr);
     }
     for addr in addrs.into_iter().flatten() {
-        let router = http::router(metrics.clone(), health.clone());
+        let router = http::router(metrics.clone(), health.clone(), flight.clone());
         let stop = stop_http.clone();
         let listener_check =
             tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr}"))?;
@@ -257,6 +258,7 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
         config,
         candidates: Default::default(),
         recorder,
+        flight,
         shard: sharding.as_ref().map(|s| s.shard.clone()),
     });
     let (tx, mut rx) = mpsc::channel(64);

@@ -97,6 +97,8 @@ pub struct Shared {
     pub candidates: Arc<crate::shadow::stats::Registry>,
     /// Records every reconcile as a fixture (`--record`).
     pub recorder: Option<Arc<crate::shadow::record::Recorder>>,
+    /// The last reconciles of each primary, for `kwop explain` (`/explain`).
+    pub flight: Arc<crate::telemetry::flight::FlightRecorder>,
     /// The host's caches, one per kind, shared by every plugin.
     pub pool: Arc<crate::watch::Pool>,
     /// The plugins that validate, when the host serves admission (`--webhook-bind-address`).

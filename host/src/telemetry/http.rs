@@ -1,6 +1,8 @@
-//! `/metrics`, `/healthz`, `/readyz` and `/plugins`.
+//! `/metrics`, `/healthz`, `/readyz`, `/plugins` and `/explain` (the flight recorder).
 
+use super::flight::{FlightRecorder, Obj};
 use super::{Health, Metrics};
+use axum::extract::Query;
 use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::IntoResponse;
@@ -13,17 +15,19 @@ use std::sync::Arc;
 struct AppState {
     metrics: Arc<Metrics>,
     health: Arc<Health>,
+    flight: Arc<FlightRecorder>,
 }
 
 /// The router serving every endpoint (metrics and probes can share a port or not).
-pub fn router(metrics: Arc<Metrics>, health: Arc<Health>) -> Router {
+pub fn router(metrics: Arc<Metrics>, health: Arc<Health>, flight: Arc<FlightRecorder>) -> Router {
     Router::new()
         .route("/metrics", get(metrics_handler))
         .route("/healthz", get(livez))
         .route("/livez", get(livez))
         .route("/readyz", get(readyz))
         .route("/plugins", get(plugins))
-        .with_state(AppState { metrics, health })
+        .route("/explain", get(explain))
+        .with_state(AppState { metrics, health, flight })
 }
 
 async fn metrics_handler(State(s): State<AppState>) -> impl IntoResponse {
@@ -48,6 +52,13 @@ async fn plugins(State(s): State<AppState>) -> impl IntoResponse {
     axum::Json(s.health.snapshot_json())
 }
 
+/// `/explain?kind=Foo&namespace=ns&name=x`: what the flight recorder kept about one object, as
+/// JSON (`telemetry::flight::Explanation`); `kwop explain` puts it in words.
+async fn explain(State(s): State<AppState>, Query(mut q): Query<Obj>) -> impl IntoResponse {
+    q.namespace = q.namespace.filter(|n| !n.is_empty());
+    axum::Json(s.flight.explain(&q))
+}
+
 /// Binds and serves until `shutdown` resolves.
 pub async fn serve(
     addr: SocketAddr,
@@ -56,7 +67,7 @@ pub async fn serve(
 ) -> anyhow::Result<()> {
     let listener =
         tokio::net::TcpListener::bind(addr).await.map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
-    tracing::info!(%addr, "serving /metrics /healthz /readyz /plugins");
+    tracing::info!(%addr, "serving /metrics /healthz /readyz /plugins /explain");
     axum::serve(listener, router).with_graceful_shutdown(shutdown).await?;
     Ok(())
 }
