@@ -11,6 +11,8 @@
 //! - [`registry::Registry`]: a real OCI registry (distribution) on loopback; [`image`]: OCI image
 //!   layouts unpacked and run as a container runtime would.
 //! - [`docs`]: the checks that keep README.md and docs/ true to the repository.
+//! - [`otel::Collector`]: a real OpenTelemetry collector writing the spans it receives to a file;
+//!   [`tools`]: the tools `scripts/tools` builds from Go modules (the collector, helm, cosign).
 
 pub mod audit;
 pub mod bench;
@@ -22,6 +24,7 @@ pub mod go_plugins;
 pub mod host;
 pub mod image;
 pub mod js_plugins;
+pub mod otel;
 pub mod plane;
 pub mod plugins;
 pub mod procs;
@@ -30,6 +33,7 @@ pub mod python_plugins;
 pub mod registry;
 pub mod scaffolds;
 pub mod shards;
+pub mod tools;
 pub mod tree;
 pub mod wait;
 pub mod wat_plugin;

@@ -56,7 +56,7 @@ impl Inner {
             trace_id = tracing::field::Empty, result = tracing::field::Empty);
         let trace_id = traces::trace_id(&span);
         if let Some(id) = &trace_id {
-            span.record("trace_id", id.as_str());
+            span.record("trace_id", tracing::field::display(id));
             let attrs = vec![opentelemetry::KeyValue::new("object", key.to_string())];
             traces::backdated_child(&span, "queue.wait", std::time::SystemTime::now() - waited, attrs);
         }

@@ -8,7 +8,7 @@
 //! API. Messages are cut to the events API's 1 KiB `note`. Events are written by `events.rs`
 //! (a changed message is a new event; the reconcile's trace id is an annotation).
 //!
-//! Floor 8 of 0–15 (`docs/ARCHITECTURE.md`). May use: `leader`, `outcome`, `watch`. Used by:
+//! Floor 8 of 0–15 (`docs/ARCHITECTURE.md`). May use: `leader`, `outcome`, `telemetry`, `watch`. Used by:
 //! `controller`.
 
 mod events;

@@ -69,6 +69,9 @@ impl Traces {
         if !(0.0..=1.0).contains(&sampling) || sampling.is_nan() {
             return Err(TracesError::Sampling(sampling));
         }
+        // reqwest is built without a TLS provider of its own (host/Cargo.toml): ring, as for
+        // registries, must be installed before a client is made (HTTPS collectors).
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let exporter = opentelemetry_otlp::SpanExporter::builder()
             .with_http()
             .with_endpoint(endpoint)
