@@ -185,13 +185,27 @@ fn a_healed_child_names_its_plugin_its_primary_and_the_field_that_differed() {
     let text = as_child(vec![created, synced_at("19:21:03")]);
     for want in [
         "Deployment demo/web is written by plugin guest-foo for Foo demo/web.",
-        "Last write 11s ago (at 19:21:03 UTC, trace 4bf92f3577b34da6a3ce929d0e0e4736, took 3 ms): kwop re-applied it: \
+        "Last change 11s ago (at 19:21:03 UTC, trace 4bf92f3577b34da6a3ce929d0e0e4736, took 3 ms): kwop re-applied it: \
          spec.replicas differed from what the plugin wants (a hand edit, or a change of the Foo web) — healed.",
         "Earlier writes of it (newest first):\n  19:10:00 UTC: apply created",
     ] {
         assert!(text.contains(want), "missing {want:?} in:\n{text}");
     }
     assert!(!text.contains("is reconciled by"), "a child is not a primary:\n{text}");
+}
+
+#[test]
+fn a_heal_stays_the_headline_when_later_checks_found_the_child_in_place() {
+    let mut checked = flight("19:21:10", Verdict::Synced);
+    checked.writes = vec![write("Deployment", "web", "apply", "unchanged", None)];
+    let text = as_child(vec![synced_at("19:21:03"), checked]);
+    assert!(text.contains("Last change 11s ago (at 19:21:03 UTC") && text.contains("— healed."), "{text}");
+    assert!(
+        text.contains(
+            "Since then kwop checked it 1 time, last 19:21:10 UTC (4s ago): it matched what the plugin wants."
+        ),
+        "{text}"
+    );
 }
 
 #[test]

@@ -103,15 +103,30 @@ fn child(out: &mut String, obj: &Obj, flights: &[&Flight], now: SystemTime) {
         }
     }
     let _ = writeln!(out, "{} is written by {}.", obj.describe(), writers.join(" and by "));
-    let mut notes =
-        flights.iter().rev().flat_map(|f| f.writes.iter().rev().filter(|w| &w.object == obj).map(move |w| (*f, w)));
-    let Some((f, w)) = notes.next() else { return };
-    let _ = writeln!(out, "Last write {}: kwop {}", stamp(f, now), did(w, &f.primary));
+    // Newest first; the headline is the last write that changed something (a heal is not
+    // hidden by the checks that found it in place since).
+    let notes: Vec<(&Flight, &WriteNote)> = flights
+        .iter()
+        .rev()
+        .flat_map(|f| f.writes.iter().rev().filter(|w| &w.object == obj).map(move |w| (*f, w)))
+        .collect();
+    let i = notes.iter().position(|(_, w)| w.result != "unchanged").unwrap_or(0);
+    let Some((f, w)) = notes.get(i) else { return };
+    let label = if w.result == "unchanged" { "Last check" } else { "Last change" };
+    let _ = writeln!(out, "{label} {}: kwop {}", stamp(f, now), did(w, &f.primary));
     if !matches!(f.verdict, Verdict::Synced) {
         let _ = writeln!(out, "  That reconcile of {}: {}", f.primary.describe(), verdict(f));
     }
+    if let Some((newest, _)) = notes.first().filter(|_| i > 0) {
+        let _ = writeln!(
+            out,
+            "Since then kwop checked it {}, last {}: it matched what the plugin wants.",
+            count(i as u64, "time"),
+            when(&newest.at, now)
+        );
+    }
     let earlier: Vec<String> =
-        notes.map(|(f, w)| format!("  {}: {} {}{}", clock(&f.at), w.verb, w.result, why(w))).collect();
+        notes[i + 1..].iter().map(|(f, w)| format!("  {}: {} {}{}", clock(&f.at), w.verb, w.result, why(w))).collect();
     if !earlier.is_empty() {
         let _ = writeln!(out, "Earlier writes of it (newest first):\n{}", earlier.join("\n"));
     }
