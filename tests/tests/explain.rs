@@ -115,9 +115,8 @@ async fn a_deployment_edited_by_hand_and_healed_is_explained_by_the_field_that_d
         &["deployment/healed-web", "-n", ns],
         &[
             &format!("Deployment {ns}/healed-web is written by plugin guest-foo for Foo {ns}/healed."),
-            "kwop re-applied it: ",
-            "spec.replicas",
-            "from what the plugin wants (a hand edit, or a change of the Foo healed) — healed.",
+            "kwop re-applied it: spec.replicas differed from the plugin's intent (a hand edit, or a change of the Foo \
+             healed) — healed.",
         ],
     )
     .await?;
@@ -199,8 +198,8 @@ async fn a_foo_outside_the_plugins_grants_is_left_alone_and_says_so() -> anyhow:
         w,
         &["Foo", "elsewhere", "-n", ns],
         &[
-            &format!("Foo {ns}/elsewhere is of the kind plugin guest-foo"),
-            "reconciles, but outside what it is granted: ",
+            &format!("Foo {ns}/elsewhere is outside what plugin guest-foo "),
+            &format!("is granted: namespace \"{ns}\" is not among the namespaces plugin guest-foo is granted"),
             "kwop leaves it alone",
         ],
     )

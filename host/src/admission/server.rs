@@ -231,7 +231,13 @@ async fn validate(State(s): State<AppState>, Path(name): Path<String>, request: 
         }
     };
     let deadline = tokio::time::Instant::from_std(started) + s.registry.config().call_deadline();
-    let (verdict, policy_label) = decide_request(&s.registry, &name, &req, deadline).await;
+    // One trace per admission call (when traces are exported): the plugin's call nests in it.
+    let span = tracing::info_span!("admission", plugin = %name, kind = %req.kind.kind, operation = ?req.operation,
+        object = %format!("{}/{}", req.namespace.as_deref().unwrap_or(""), req.name),
+        subresource = req.sub_resource.as_deref().unwrap_or(""), result = tracing::field::Empty);
+    let (verdict, policy_label) =
+        tracing::Instrument::instrument(decide_request(&s.registry, &name, &req, deadline), span.clone()).await;
+    span.record("result", verdict.label());
     let m = &s.metrics;
     m.admission.get_or_create(&Metrics::result_labels(label, verdict.label())).inc();
     m.admission_seconds.get_or_create(&Metrics::plugin(label)).observe(started.elapsed().as_secs_f64());
@@ -313,6 +319,11 @@ async fn decide_request(
     // The webhook's timeout bounds the whole request: waiting for an instance and the memory
     // budget included, not only the call.
     let call = v.plugin.validate(request, spec, view as Arc<dyn CacheView>, Some(registry.config().call_deadline()));
+    let call = tracing::Instrument::instrument(
+        call,
+        tracing::debug_span!("plugin.call", export = "validate", world = %v.plugin.world(), digest = %v.plugin.sha256,
+            duration_ms = tracing::field::Empty, memory_peak_bytes = tracing::field::Empty),
+    );
     let r = tokio::time::timeout_at(deadline, call).await.unwrap_or_else(|_| {
         Err(crate::plugin::CallError::Instantiate("no instance free within the webhook's timeout".into()))
     });

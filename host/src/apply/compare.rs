@@ -19,6 +19,31 @@ pub fn covers(observed: &Value, desired: &Value) -> bool {
     }
 }
 
+/// The fields of `desired` that `observed` does not [`covers`], as dotted paths (`spec.replicas`;
+/// a list is named whole), at most `max`: what a write changed, in words for `kwop explain`.
+pub fn uncovered(observed: &Value, desired: &Value, max: usize) -> Vec<String> {
+    fn walk(o: Option<&Value>, d: &Value, at: &mut Vec<String>, out: &mut Vec<String>, max: usize) {
+        if out.len() >= max {
+            return;
+        }
+        match (o, d) {
+            (Some(Value::Object(o)), Value::Object(d)) => {
+                for (k, dv) in d {
+                    at.push(k.clone());
+                    walk(o.get(k), dv, at, out, max);
+                    at.pop();
+                }
+            }
+            (None, d) if d.is_null() => {}
+            (Some(o), d) if covers(o, d) => {}
+            _ => out.push(at.join(".")),
+        }
+    }
+    let mut out = Vec::new();
+    walk(Some(observed), desired, &mut Vec::new(), &mut out, max);
+    out
+}
+
 /// Whether `manager`'s `managedFields` entry for `subresource` owns a field under `top` (e.g.
 /// `status`) that `desired` (the value of `top`) does not have: a field the manager set before
 /// and has since dropped. Fields inside lists are not looked into (lists are compared whole by
@@ -55,8 +80,17 @@ fn owned_beyond(fields: &Value, desired: &Value) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{covers, owns_fields_beyond};
+    use super::{covers, owns_fields_beyond, uncovered};
     use serde_json::json;
+
+    #[test]
+    fn uncovered_names_the_fields_a_write_changes() {
+        let desired = json!({"spec": {"replicas": 1, "template": {"x": [1]}}, "metadata": {"labels": {"a": "b"}}});
+        let observed = json!({"spec": {"replicas": 5, "template": {"x": [1]}, "extra": 1}, "metadata": {}});
+        assert_eq!(uncovered(&observed, &desired, 10), vec!["spec.replicas", "metadata.labels"]);
+        assert_eq!(uncovered(&observed, &desired, 1), vec!["spec.replicas"]);
+        assert!(uncovered(&desired, &desired, 10).is_empty());
+    }
 
     #[test]
     fn defaults_and_foreign_fields_do_not_count_as_drift() {

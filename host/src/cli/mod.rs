@@ -15,6 +15,7 @@ pub mod sharding;
 pub mod webhook;
 
 use crate::plugin::{EngineConfig, Limits, PluginEngine};
+use crate::telemetry::traces::Traces;
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -239,6 +240,15 @@ pub struct RunArgs {
     /// memory.max), else half of the machine's memory].
     #[arg(long, value_parser = crate::vocab::units::bytes, env = "KWOP_PLUGIN_MEMORY_BUDGET")]
     pub plugin_memory_budget: Option<usize>,
+    /// Export OpenTelemetry traces (one per reconcile, admission call and plugin load) over
+    /// OTLP/HTTP to this collector, e.g. http://otel-collector:4318 (`/v1/traces` is added)
+    /// [default: $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else $OTEL_EXPORTER_OTLP_ENDPOINT + /v1/traces;
+    /// neither set: no traces].
+    #[arg(long, value_name = "URL")]
+    pub otlp_endpoint: Option<String>,
+    /// The share of traces kept, 0 to 1 (by trace id, so a trace is kept whole or not at all).
+    #[arg(long, default_value_t = 1.0, value_name = "RATIO", env = "KWOP_OTLP_SAMPLING")]
+    pub otlp_sampling: f64,
     /// Admission webhooks.
     #[command(flatten)]
     pub webhook: webhook::WebhookArgs,
@@ -250,17 +260,38 @@ pub struct RunArgs {
     pub sandbox: SandboxArgs,
 }
 
-fn init_tracing(format: LogFormat) {
+/// Logs to stderr as `KWOP_LOG` says; with `traces`, kwop's spans also go to the trace exporter
+/// (whatever the log level: each layer has its own filter).
+fn init_tracing(format: LogFormat, traces: Option<&Traces>) {
     use std::io::IsTerminal;
-    use tracing_subscriber::EnvFilter;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    use tracing_subscriber::{EnvFilter, Layer};
     let filter = EnvFilter::try_from_env("KWOP_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
     // Colour codes only for a person at a terminal, never in a file or a pipe.
     let ansi = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-    let b = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
-    match format {
-        LogFormat::Text => b.init(),
-        LogFormat::Json => b.json().init(),
+    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_ansi(ansi);
+    let fmt = match format {
+        LogFormat::Text => fmt.with_filter(filter).boxed(),
+        LogFormat::Json => fmt.json().with_filter(filter).boxed(),
+    };
+    let registry = tracing_subscriber::registry().with(fmt);
+    match traces {
+        Some(t) => registry.with(t.layer()).init(),
+        None => registry.init(),
     }
+}
+
+/// The trace pipeline of `kwop run`, when an endpoint is set (flag or environment).
+fn start_traces(cli: &Cli) -> anyhow::Result<Option<Traces>> {
+    let Command::Run(args) = &cli.command else {
+        return Ok(None);
+    };
+    let Some(endpoint) = crate::telemetry::traces::endpoint(args.otlp_endpoint.as_deref()) else {
+        return Ok(None);
+    };
+    let instance = std::env::var("POD_NAME").or_else(|_| std::env::var("HOSTNAME")).unwrap_or_else(|_| "kwop".into());
+    Ok(Some(Traces::start(&endpoint, args.otlp_sampling, &instance)?))
 }
 
 /// Parses a bind address; "0" or "" disables the endpoint.
@@ -295,7 +326,17 @@ pub fn main() -> ExitCode {
         let matches = Cli::command().name(KUBECTL_PLUGIN).bin_name(program).display_name(program).get_matches();
         Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
     };
-    init_tracing(cli.log_format);
+    let traces = match start_traces(&cli) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("{program}: {e:#}");
+            return ExitCode::FAILURE;
+        }
+    };
+    init_tracing(cli.log_format, traces.as_ref());
+    if let (Some(t), Command::Run(a)) = (&traces, &cli.command) {
+        tracing::info!(endpoint = %t.endpoint, sampling = a.otlp_sampling, "exporting traces over OTLP/HTTP");
+    }
     let result = match cli.command {
         Command::Run(args) => run::run(args),
         Command::Plugin(cmd) => plugin::run(cmd),
@@ -305,6 +346,8 @@ pub fn main() -> ExitCode {
             ExitCode::SUCCESS
         }),
     };
+    // Exports what is left before the process ends.
+    drop(traces);
     match result {
         Ok(code) => code,
         Err(e) => {

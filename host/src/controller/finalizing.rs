@@ -12,6 +12,7 @@ use super::Inner;
 use crate::outcome::{self, EventSpec, Severity};
 use crate::plugin::{CacheView, CallSpec, LoadedPlugin, Request};
 use crate::report::REASON_FINALIZE_FAILED;
+use crate::telemetry::flight::Verdict;
 use crate::telemetry::Metrics;
 use crate::vocab::finalize;
 use crate::vocab::tracking::Owner;
@@ -124,6 +125,7 @@ impl Inner {
         if !decided.done {
             self.report(&primary, &decided.events, wrote).await;
             self.shared.metrics.finalized(name, "pending");
+            super::noting::verdict(Verdict::Finalizing { message: "finalize says not yet: the deletion waits".into() });
             self.waiting_too_long(&primary, plugin, now).await;
             return Next::After(decided.requeue_after);
         }
@@ -133,6 +135,7 @@ impl Inner {
         }
         self.report(&primary, &decided.events, wrote).await;
         self.shared.metrics.finalized(name, "done");
+        super::noting::verdict(Verdict::Finalizing { message: "finalize done: kwop removed its finalizer".into() });
         tracing::info!("finalized; finalizer removed");
         Next::Done
     }
@@ -142,8 +145,17 @@ impl Inner {
     /// plugin may not act there), with a Warning event saying so: the deletion never hangs on it.
     pub(super) async fn outside_grants(&self, key: &ObjectKey, plugin: &LoadedPlugin) -> Next {
         let Some(cached) = self.primary.get(key.namespace.as_deref(), &key.name) else {
+            super::noting::discard();
             return Next::Done;
         };
+        super::noting::verdict(Verdict::OutsideGrants {
+            message: format!(
+                "namespace {:?} is not among the namespaces plugin {} is granted (spec.grants.namespaces of its \
+                 ReconcilerPlugin): kwop neither reconciles it nor writes for it",
+                key.namespace.as_deref().unwrap_or_default(),
+                plugin.info.name
+            ),
+        });
         let finalizer = plugin.info.finalizer();
         if !cached.deleting() || !cached.has_finalizer(&finalizer) {
             return Next::Done;
@@ -253,6 +265,9 @@ impl Inner {
     ) -> Next {
         let name = &plugin.info.name;
         tracing::warn!(result, "finalize failed, the deletion waits: {message}");
+        super::noting::verdict(Verdict::Finalizing {
+            message: format!("finalize {result}, the deletion waits: {message}"),
+        });
         self.shared.metrics.finalized(name, result);
         if !events.iter().any(|e| e.severity == Severity::Warning) {
             events.push(warning(REASON_FINALIZE_FAILED, format!("{name} {}: {message}", plugin.info.version)));

@@ -12,6 +12,7 @@
 mod access;
 mod finalizing;
 mod memo;
+mod noting;
 mod pacer;
 pub mod queue;
 pub mod reads;

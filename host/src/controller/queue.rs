@@ -46,6 +46,8 @@ struct State<K> {
     delayed: BTreeMap<(Instant, u64), K>,
     due: HashMap<K, (Instant, u64)>,
     failures: HashMap<K, u32>,
+    /// When each ready key became ready (the queue wait of its next reconcile).
+    readied: HashMap<K, Instant>,
     bucket: Bucket,
     seq: u64,
     shutdown: bool,
@@ -69,6 +71,7 @@ impl<K: Clone + Eq + Hash + Ord> Queue<K> {
                 delayed: BTreeMap::new(),
                 due: HashMap::new(),
                 failures: HashMap::new(),
+                readied: HashMap::new(),
                 bucket: Bucket { tokens: limit.burst, last: Instant::now() },
                 seq: 0,
                 shutdown: false,
@@ -96,6 +99,7 @@ impl<K: Clone + Eq + Hash + Ord> Queue<K> {
         }
         Self::undelay(s, &key);
         if !s.processing.contains(&key) {
+            s.readied.insert(key.clone(), Instant::now());
             s.ready.push_back(key);
             self.notify.notify_one();
         }
@@ -166,11 +170,17 @@ impl<K: Clone + Eq + Hash + Ord> Queue<K> {
         Self::undelay(&mut s, key);
         if s.dirty.remove(key) {
             s.ready.retain(|k| k != key);
+            s.readied.remove(key);
         }
     }
 
     /// Waits for the next key; `None` once the queue is shut down.
     pub async fn get(&self) -> Option<K> {
+        self.get_waited().await.map(|(k, _)| k)
+    }
+
+    /// Waits for the next key, with how long it waited ready (behind others or the workers).
+    pub async fn get_waited(&self) -> Option<(K, Duration)> {
         loop {
             let notified = self.notify.notified();
             let next_due = {
@@ -189,12 +199,13 @@ impl<K: Clone + Eq + Hash + Ord> Queue<K> {
                 }
                 if let Some(key) = s.ready.pop_front() {
                     s.dirty.remove(&key);
+                    let waited = s.readied.remove(&key).map(|t| now.saturating_duration_since(t)).unwrap_or_default();
                     s.processing.insert(key.clone());
                     // Other workers may still have work.
                     if !s.ready.is_empty() {
                         self.notify.notify_one();
                     }
-                    return Some(key);
+                    return Some((key, waited));
                 }
                 s.delayed.keys().next().map(|(at, _)| *at)
             };
@@ -215,6 +226,7 @@ impl<K: Clone + Eq + Hash + Ord> Queue<K> {
         let mut s = self.lock();
         s.processing.remove(key);
         if s.dirty.contains(key) && !s.shutdown {
+            s.readied.insert(key.clone(), Instant::now());
             s.ready.push_back(key.clone());
             self.notify.notify_one();
         }

@@ -122,6 +122,39 @@ impl ReadIndex {
     }
 }
 
+/// The most reads one reconcile's note keeps for the flight recorder.
+const NOTED_READS: usize = 32;
+
+/// What a reconcile read, as the flight recorder notes it (a query by its selector, with the
+/// objects it returned).
+pub(super) fn inputs(reads: &Reads) -> Vec<crate::telemetry::flight::Input> {
+    use crate::telemetry::flight::{Input, Obj};
+    let gets = reads.gets.iter().zip(reads.versions.gets.iter().map(Some).chain(std::iter::repeat(None))).map(
+        |((kind, ns, name), rv)| Input {
+            object: Obj { kind: kind.kind.clone(), namespace: ns.clone(), name: name.clone() },
+            resource_version: rv.cloned().flatten(),
+            how: "get".into(),
+        },
+    );
+    let queries = reads.queries.iter().flat_map(|(kind, ns, selector, keys)| {
+        let found = keys.iter().map(|k| k.name.as_str()).collect::<Vec<_>>().join(", ");
+        std::iter::once(Input {
+            object: Obj {
+                kind: kind.kind.clone(),
+                namespace: ns.clone(),
+                name: format!(
+                    "[{selector}] → {} found{}",
+                    keys.len(),
+                    if found.is_empty() { String::new() } else { format!(": {found}") }
+                ),
+            },
+            resource_version: None,
+            how: "query".into(),
+        })
+    });
+    gets.chain(queries).take(NOTED_READS).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,12 +2,14 @@
 //! report → next.
 
 use super::memo::RequestVersions;
+use super::noting;
 use super::seen::Seen;
 use super::Inner;
 use crate::outcome::{self, EventSpec, FenceContext, Outcome, RejectReason, Rejection, Severity};
 use crate::plugin::{CacheView, CallSpec, LoadedPlugin, Request};
 use crate::report::{REASON_OUTCOME_REJECTED, REASON_PLUGIN_FAILED, REASON_RECONCILE_FAILED};
-use crate::telemetry::Metrics;
+use crate::telemetry::flight::{Flight, Input, Verdict};
+use crate::telemetry::{traces, Metrics};
 use crate::vocab::tracking::{self, Owner};
 use crate::watch::view::RecordingCache;
 use crate::watch::ObjectKey;
@@ -43,17 +45,45 @@ pub(super) fn warning(reason: &str, message: String) -> EventSpec {
 }
 
 impl Inner {
-    pub(crate) async fn reconcile(self: &Arc<Self>, key: &ObjectKey) -> Next {
+    /// One reconcile of `key`, which waited `waited` in the queue: a trace (when exported), the
+    /// reconcile-duration metric and a note for the flight recorder around [`Inner::reconcile_inner`].
+    pub(crate) async fn reconcile(self: &Arc<Self>, key: &ObjectKey, waited: Duration) -> Next {
         let plugin = self.plugin.load_full();
-        let span = tracing::info_span!("reconcile", plugin = %plugin.info.name, object = %key);
+        let kind = &self.primary.resolved.gvk.kind;
+        let digest = format!("sha256:{}", plugin.sha256.trim_start_matches("sha256:"));
+        let span = tracing::info_span!("reconcile", plugin = %plugin.info.name, object = %key, kind = %kind,
+            plugin.version = %plugin.info.version, plugin.digest = %digest, queue.wait_ms = waited.as_millis() as u64,
+            trace_id = tracing::field::Empty, result = tracing::field::Empty);
+        let trace_id = traces::trace_id(&span);
+        if let Some(id) = &trace_id {
+            span.record("trace_id", id.as_str());
+            let attrs = vec![opentelemetry::KeyValue::new("object", key.to_string())];
+            traces::backdated_child(&span, "queue.wait", std::time::SystemTime::now() - waited, attrs);
+        }
+        let mut flight = Flight::start(
+            &plugin.info.name,
+            &plugin.info.version,
+            Some(digest),
+            noting::obj(kind, key.namespace.as_deref(), &key.name),
+        );
+        flight.trace_id = trace_id;
         async move {
             let started = Instant::now();
-            let next = self.reconcile_inner(key, plugin.clone()).await;
+            let (next, kept) = noting::scope(flight, self.reconcile_inner(key, plugin.clone())).await;
+            let took = started.elapsed();
             self.shared
                 .metrics
                 .reconcile_seconds
                 .get_or_create(&Metrics::plugin(&plugin.info.name))
-                .observe(started.elapsed().as_secs_f64());
+                .observe(took.as_secs_f64());
+            if let Some(mut f) = kept {
+                f.duration_ms = took.as_secs_f64() * 1000.0;
+                if let Next::After(d) = next {
+                    f.requeue_after_ms = Some(d.as_millis() as u64);
+                }
+                tracing::Span::current().record("result", f.verdict.label());
+                self.shared.flight.keep(f);
+            }
             next
         }
         .instrument(span)
@@ -72,6 +102,7 @@ impl Inner {
         // the garbage collector, as in sample-controller; what it owned by labels its
         // `finalize` deleted before).
         let Some(cached) = self.primary.get(key.namespace.as_deref(), &key.name) else {
+            noting::discard();
             return Next::Done;
         };
         let uid = cached.uid().to_string();
@@ -81,10 +112,12 @@ impl Inner {
             Some(shard) => {
                 let held = shard.enter().await;
                 if !shard.holds(ns.as_deref(), &uid) {
+                    noting::verdict(Verdict::Deferred { message: "another replica holds it (sharding)".into() });
                     return Next::Done;
                 }
                 // Its holding grew and the caches are relisting: they may lack what it owns.
                 if !shard.caches_current(self.caches.listed()) {
+                    noting::verdict(Verdict::Deferred { message: "this replica's caches are relisting".into() });
                     return Next::After(Duration::from_millis(500));
                 }
                 Some(held)
@@ -93,9 +126,19 @@ impl Inner {
         };
         let owner = Owner { uid: &uid, namespace: ns.as_deref(), name: &key.name, plugin: name };
         let seen = self.seen(&cached, &plugin);
+        noting::note(|f| {
+            let input = |kind: &str, o: &crate::watch::Cached, how: &str| Input {
+                object: noting::obj(kind, o.namespace(), o.name()),
+                resource_version: Some(o.resource_version().to_string()),
+                how: how.into(),
+            };
+            f.inputs.push(input(&self.primary.resolved.gvk.kind, &cached, "primary"));
+            f.inputs.extend(seen.objects().map(|(g, o)| input(&g.kind, o, "owned")));
+        });
         // Being deleted: `finalize` if the plugin finalizes and its finalizer is still there;
         // otherwise it is left to its other finalizers (`controller::finalizing`).
         if cached.deleting() {
+            noting::verdict(Verdict::Finalizing { message: "being deleted".into() });
             return self.deleting(key, &plugin, &cached, &seen).await;
         }
         // Our own last status write is not in the cache yet: its watch event brings a fresh view
@@ -103,6 +146,7 @@ impl Inner {
         let gvk = &self.primary.resolved.gvk;
         if self.applier.behind_own_status(gvk, ns.as_deref(), &key.name, cached.resource_version()) {
             m.result(name, "stale");
+            noting::verdict(Verdict::Deferred { message: "kwop's own status write is not in its cache yet".into() });
             return Next::After(Duration::from_secs(2));
         }
         let mut view = RecordingCache::new(self.caches.clone(), ns.clone(), plugin.grants.clone());
@@ -113,8 +157,14 @@ impl Inner {
         let memoize = self.memoizes(&plugin);
         let versions = memoize.then(|| RequestVersions::of(&cached, &seen));
         if let Some(v) = &versions {
-            if self.memo.unchanged(key, &plugin, v, &view) {
+            let hit = tracing::debug_span!("memo.check", hit = tracing::field::Empty).in_scope(|| {
+                let hit = self.memo.unchanged(key, &plugin, v, &view);
+                tracing::Span::current().record("hit", hit);
+                hit
+            });
+            if hit {
                 m.result(name, "unchanged");
+                noting::verdict(Verdict::Memoized { since: crate::telemetry::flight::now(), checks: 1 });
                 return Next::Done;
             }
         }
@@ -139,10 +189,21 @@ impl Inner {
             // A candidate runs beside it on the same request, clock and caches (`shadow`).
             let watch = self.watch_call(&plugin, &req, &spec, ns.clone());
             let started = Instant::now();
-            let r = plugin.call(req, spec, view.clone() as Arc<dyn CacheView>).await;
+            let call_span = tracing::debug_span!("plugin.call", world = %plugin.world(), digest = %plugin.sha256,
+                duration_ms = tracing::field::Empty, memory_peak_bytes = tracing::field::Empty, result = tracing::field::Empty);
+            let r = plugin.call(req, spec, view.clone() as Arc<dyn CacheView>).instrument(call_span.clone()).await;
+            call_span.record(
+                "result",
+                match &r {
+                    Err(e) => e.label(),
+                    Ok(Err(_)) => "failure",
+                    Ok(Ok(_)) => "ok",
+                },
+            );
             m.plugin_call_seconds.get_or_create(&Metrics::plugin(name)).observe(started.elapsed().as_secs_f64());
             // Whatever the call's result, what it read wakes this primary when it changes.
             let reads = view.take();
+            noting::note(|f| f.inputs.extend(super::reads::inputs(&reads)));
             let kept = memoize.then(|| reads.clone());
             self.read_index().record(key, reads);
             if let Some(w) = watch {
@@ -156,6 +217,7 @@ impl Inner {
         let raw = match raw {
             Err(e) => {
                 tracing::warn!("plugin call failed: {e}");
+                noting::verdict(Verdict::Failed { stage: "call".into(), message: e.to_string() });
                 m.plugin_errors.get_or_create(&Metrics::reason(name, e.label())).inc();
                 m.result(name, "plugin_error");
                 self.report(
@@ -168,7 +230,8 @@ impl Inner {
             }
             Ok(Err(f)) => {
                 let f = outcome::decode_failure(f, &self.shared.config.outcome_limits);
-                tracing::info!(retry = f.retry, "plugin reported failure: {}", f.message);
+                tracing::warn!(retry = f.retry, "plugin reported failure: {}", f.message);
+                noting::verdict(Verdict::Failed { stage: "plugin".into(), message: f.message.clone() });
                 m.result(name, "plugin_failure");
                 let mut events = f.events;
                 if !events.iter().any(|e| e.severity == Severity::Warning) {
@@ -184,7 +247,11 @@ impl Inner {
             Ok(o) => o,
             Err(r) => return self.rejected(&primary, name, r).await,
         };
-        let fenced = match self.fence(&primary, &plugin, &outcome, &uid, &seen).await {
+        let fenced = match self
+            .fence(&primary, &plugin, &outcome, &uid, &seen)
+            .instrument(tracing::debug_span!("fence"))
+            .await
+        {
             Ok(v) => v,
             Err(Ok(r)) => return self.rejected(&primary, name, r).await,
             Err(Err(e)) => return self.write_failed(&primary, name, "get", e).await,
@@ -201,6 +268,7 @@ impl Inner {
         }
         self.report(&primary, &outcome.events, wrote).await;
         m.result(name, "success");
+        noting::verdict(Verdict::Synced);
         tracing::debug!(wrote, "reconciled");
         if let (Some(v), Some(reads)) = (versions, reads) {
             if !wrote && outcome.requeue_after.is_none() && !clock_read.load(Ordering::Relaxed) {
@@ -285,6 +353,7 @@ impl Inner {
 
     async fn rejected(&self, primary: &DynamicObject, plugin: &str, r: Rejection) -> Next {
         tracing::warn!(reason = r.reason.label(), "outcome rejected, nothing written: {}", r.message);
+        noting::verdict(Verdict::Rejected { reason: r.reason.label().into(), message: r.message.clone() });
         self.shared.metrics.rejected.get_or_create(&Metrics::reason(plugin, r.reason.label())).inc();
         self.shared.metrics.result(plugin, "rejected");
         self.report(primary, &[warning(REASON_OUTCOME_REJECTED, format!("nothing written: {}", r.message))], false)
@@ -301,18 +370,29 @@ impl Inner {
         if selected.is_empty() {
             return;
         }
+        noting::note(|f| {
+            let line = |e: &kube::runtime::events::Event| {
+                format!("{:?} {}: {}", e.type_, e.reason, e.note.as_deref().unwrap_or(""))
+            };
+            f.events.extend(selected.iter().map(line));
+        });
+        let trace_id = traces::current_trace_id();
+        let span = tracing::debug_span!("events", count = selected.len());
         let Ok(slot) = self.event_slots.clone().acquire_owned().await else {
             return; // closed: never happens (the semaphore is never closed)
         };
         let reference = primary.object_ref(&self.primary.resolved.resource);
         let (sink, metrics) = (self.events.clone(), self.shared.metrics.clone());
         let plugin = self.plugin.load().info.name.clone();
-        self.event_tasks.spawn(async move {
-            let n = sink.publish(&reference, &selected).await;
-            if n > 0 {
-                metrics.events.get_or_create(&Metrics::plugin(&plugin)).inc_by(n as u64);
+        self.event_tasks.spawn(
+            async move {
+                let n = sink.publish(&reference, &selected, trace_id.as_deref()).await;
+                if n > 0 {
+                    metrics.events.get_or_create(&Metrics::plugin(&plugin)).inc_by(n as u64);
+                }
+                drop(slot);
             }
-            drop(slot);
-        });
+            .instrument(span),
+        );
     }
 }

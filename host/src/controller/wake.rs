@@ -125,9 +125,9 @@ impl Inner {
     }
 
     async fn work(self: Arc<Self>) {
-        while let Some(key) = self.queue.get().await {
+        while let Some((key, waited)) = self.queue.get_waited().await {
             let next = tokio::select! {
-                next = self.reconcile(&key) => next,
+                next = self.reconcile(&key, waited) => next,
                 // Past the shutdown grace: drop the reconcile where it is.
                 _ = self.abandon.cancelled() => return,
             };

@@ -1,9 +1,10 @@
 //! The writes of one reconcile: each applied, deleted or status write sent and counted, and what
 //! a refused one means for the queue (a Warning event, a retry, or both).
 
+use super::noting;
 use super::reconcile::{warning, Fenced, Next};
 use super::Inner;
-use crate::apply::{Applier, Belonging, Write};
+use crate::apply::{compare, Applier, Belonging, Write};
 use crate::outcome::{self, Outcome};
 use crate::plugin::LoadedPlugin;
 use crate::report::REASON_WRITE_FAILED;
@@ -11,6 +12,21 @@ use crate::telemetry::Metrics;
 use crate::vocab::tracking::Owner;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::DynamicObject;
+use tracing::Instrument;
+
+/// One write sent: what it was and the API server's answer.
+pub(super) struct Sent {
+    kind: String,
+    verb: &'static str,
+    /// For messages: `apply Deployment "web"`.
+    what: String,
+    object: crate::telemetry::flight::Obj,
+    /// Nothing was there before (a create).
+    created: bool,
+    /// The fields it changed.
+    why: Option<String>,
+    r: Result<Write, kube::Error>,
+}
 
 /// One write of an outcome, in the order they are sent: intents, deletions, then the status (as
 /// sample-controller: status last). Namespaces and observed objects come from the fence.
@@ -52,37 +68,91 @@ impl Inner {
                 Op::Apply(i, ..) if plugin.info.owns_across(&i.gvk) => Belonging::Labels(owner),
                 _ => Belonging::Reference(&reference),
             };
-            let Some((kind, verb, what, r)) = self.write(op, primary, &belonging).await else {
+            let span = tracing::debug_span!(
+                "write",
+                verb = tracing::field::Empty,
+                kind = tracing::field::Empty,
+                namespace = tracing::field::Empty,
+                name = tracing::field::Empty,
+                result = tracing::field::Empty,
+                code = tracing::field::Empty
+            );
+            let Some(sent) = self.write(op, primary, &belonging).instrument(span.clone()).await else {
                 continue;
             };
-            wrote |= self.count_write(primary, &plugin.info.name, &kind, verb, || what, r).await?;
+            let result = match (&sent.r, sent.verb) {
+                (Ok(Write::Written), "delete") => "deleted",
+                (Ok(Write::Written), _) if sent.created => "created",
+                (Ok(Write::Written), _) => "updated",
+                (Ok(Write::Skipped), _) => "unchanged",
+                (Err(_), _) => "failed",
+            };
+            span.record("verb", sent.verb)
+                .record("kind", sent.object.kind.as_str())
+                .record("name", sent.object.name.as_str());
+            span.record("namespace", sent.object.namespace.as_deref().unwrap_or("")).record("result", result);
+            let why = match &sent.r {
+                Err(kube::Error::Api(st)) => {
+                    span.record("code", st.code);
+                    Some(st.message.clone())
+                }
+                Err(e) => Some(e.to_string()),
+                Ok(_) => sent.why,
+            };
+            noting::write(sent.verb, sent.object, result, why);
+            wrote |= self.count_write(primary, &plugin.info.name, &sent.kind, sent.verb, || sent.what, sent.r).await?;
         }
         Ok(wrote)
     }
 
     /// Sends one write of an outcome: its kind, verb, description and result (`None` for a kind
     /// the controller does not watch, which the fence has already refused).
-    pub(super) async fn write(
-        &self,
-        op: Op<'_>,
-        primary: &DynamicObject,
-        owner: &Belonging<'_>,
-    ) -> Option<(String, &'static str, String, Result<Write, kube::Error>)> {
+    pub(super) async fn write(&self, op: Op<'_>, primary: &DynamicObject, owner: &Belonging<'_>) -> Option<Sent> {
         Some(match op {
             Op::Apply(intent, ns, observed) => {
                 let kind = self.caches.kind(&intent.gvk)?;
                 let desired = Applier::desired(intent, ns, owner);
                 let r = self.applier.apply(&kind.resolved, ns, &intent.name, &desired, observed).await;
-                (intent.gvk.kind.clone(), "apply", format!("apply {} {:?}", intent.gvk.kind, intent.name), r)
+                // What the write changed, for `kwop explain` (only when something was sent).
+                let why = match (&r, observed) {
+                    (Ok(Write::Written), Some(o)) => {
+                        let fields = compare::uncovered(&serde_json::to_value(o).unwrap_or_default(), &desired, 5);
+                        (!fields.is_empty()).then(|| format!("{} differed from the plugin's intent", fields.join(", ")))
+                    }
+                    _ => None,
+                };
+                Sent {
+                    kind: intent.gvk.kind.clone(),
+                    verb: "apply",
+                    what: format!("apply {} {:?}", intent.gvk.kind, intent.name),
+                    object: noting::obj(&intent.gvk.kind, ns, &intent.name),
+                    created: observed.is_none(),
+                    why,
+                    r,
+                }
             }
             Op::Delete(d, ns, observed) => {
                 let kind = self.caches.kind(&d.gvk)?;
                 let r = self.applier.delete(&kind.resolved, ns, &d.name, observed).await;
-                (d.gvk.kind.clone(), "delete", format!("delete {} {:?}", d.gvk.kind, d.name), r)
+                Sent {
+                    kind: d.gvk.kind.clone(),
+                    verb: "delete",
+                    what: format!("delete {} {:?}", d.gvk.kind, d.name),
+                    object: noting::obj(&d.gvk.kind, ns, &d.name),
+                    created: false,
+                    why: None,
+                    r,
+                }
             }
             Op::Status(status) => {
                 let r = self.applier.status(&self.primary.resolved, primary, status).await;
-                (self.primary.resolved.gvk.kind.clone(), "status", "status".to_string(), r)
+                let kind = self.primary.resolved.gvk.kind.clone();
+                let object = noting::obj(
+                    &kind,
+                    primary.metadata.namespace.as_deref(),
+                    &primary.metadata.name.clone().unwrap_or_default(),
+                );
+                Sent { kind, verb: "status", what: "status".to_string(), object, created: false, why: None, r }
             }
         })
     }
@@ -120,6 +190,7 @@ impl Inner {
             return Next::Retry;
         }
         m.result(plugin, "write_error");
+        noting::verdict(crate::telemetry::flight::Verdict::WriteFailed { message: format!("{what}: {e}") });
         let (label, message) = match &e {
             kube::Error::Api(s) => {
                 (s.code.to_string(), format!("{what} refused by the API server ({}): {}", s.code, s.message))

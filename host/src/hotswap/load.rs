@@ -196,6 +196,10 @@ impl Supervisor {
         }
         tracing::info!(file, plugin = %plugin.info.name, version = %plugin.info.version, sha256 = %plugin.sha256,
             precompiled_cache_hit = plugin.from_cache, "plugin loaded");
+        // The swap (or first start) is its own trace.
+        let _swap = tracing::info_span!("plugin.swap", file, plugin = %plugin.info.name,
+            version = %plugin.info.version, digest = %plugin.sha256)
+        .entered();
         let sha = entry.as_ref().and_then(|e| e.candidate.as_ref()).map(|c| c.sha256.clone()).unwrap_or_default();
         plugin.shadow = self.attach_candidate(&file, &plugin, sha, candidate);
         let plugin = Arc::new(plugin);
@@ -326,11 +330,28 @@ async fn load(
     path: std::path::PathBuf,
     limits: &LimitSet,
 ) -> Result<LoadedPlugin, LoadError> {
+    use tracing::Instrument;
     let e2 = engine.clone();
-    let compiled = tokio::task::spawn_blocking(move || LoadedPlugin::compile(&e2, &bytes, &path)).await;
-    match compiled {
-        Ok(Ok(c)) => LoadedPlugin::from_compiled(engine, c, limits).await,
+    // One trace per load: compiling (or the precompiled cache) and the plugin's info().
+    let span = tracing::info_span!("plugin.load", file = %path.display(), bytes = bytes.len(),
+        result = tracing::field::Empty);
+    let compile = tracing::debug_span!(parent: &span, "compile");
+    let compiled =
+        tokio::task::spawn_blocking(move || compile.in_scope(|| LoadedPlugin::compile(&e2, &bytes, &path))).await;
+    let r = match compiled {
+        Ok(Ok(c)) => {
+            let info = tracing::debug_span!(parent: &span, "plugin.call", export = "info");
+            LoadedPlugin::from_compiled(engine, c, limits).instrument(info).await
+        }
         Ok(Err(e)) => Err(e),
         Err(e) => Err(LoadError::NotAComponent(format!("compiler task failed: {e}"))),
-    }
+    };
+    span.record(
+        "result",
+        match &r {
+            Ok(_) => "loaded",
+            Err(e) => e.label(),
+        },
+    );
+    r
 }

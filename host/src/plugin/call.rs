@@ -63,20 +63,30 @@ where
     let call = registration.handle();
     let store = sandbox::new_store(engine, limits, ctx);
     let log_lines = limits.log_lines;
-    let task = engine.handle().spawn(async move {
-        // Leaves the in-flight registry when this task really ends (or is dropped by an abort).
-        let _registration = registration;
-        let started = Instant::now();
-        let (store, result) = body(store).await;
-        // The guest's output is logged, and a trap is told in the guest's own words.
-        let result = sandbox::finish(&store, log_lines, result);
-        (result, CallStats { elapsed: started.elapsed(), peak_memory: store.data().limiter.peak })
-    });
+    // The caller's span follows the call onto the plugin runtime (the cache reads' spans nest in
+    // it) and gets the call's duration and memory peak, if it has those fields (`plugin.call`).
+    let span = tracing::Span::current();
+    let task = engine.handle().spawn(tracing::Instrument::instrument(
+        async move {
+            // Leaves the in-flight registry when this task really ends (or is dropped by an abort).
+            let _registration = registration;
+            let started = Instant::now();
+            let (store, result) = body(store).await;
+            // The guest's output is logged, and a trap is told in the guest's own words.
+            let result = sandbox::finish(&store, log_lines, result);
+            (result, CallStats { elapsed: started.elapsed(), peak_memory: store.data().limiter.peak })
+        },
+        span.clone(),
+    ));
     let mut abandon = Abandon { task: task.abort_handle(), call, finished: false };
     let outcome = tokio::time::timeout(limits.deadline + CALL_GRACE, task).await;
     abandon.finished = outcome.is_ok();
     match outcome {
-        Ok(Ok((result, stats))) => result.map(|v| (v, stats)),
+        Ok(Ok((result, stats))) => {
+            span.record("duration_ms", stats.elapsed.as_secs_f64() * 1000.0);
+            span.record("memory_peak_bytes", stats.peak_memory as u64);
+            result.map(|v| (v, stats))
+        }
         Ok(Err(e)) => Err(CallError::Trap(format!("host task failed: {e}"))),
         Err(_) => {
             tracing::warn!(deadline = ?limits.deadline, "plugin call still running past its deadline and grace; abandoned");

@@ -5,10 +5,13 @@
 //! the same (object, reason, message) at most once per [`WARNING_REPEAT`]. On top of that, as
 //! client-go's spam filter, each object gets a bucket of [`SPAM_BURST`] events refilled by one
 //! per [`SPAM_REFILL`], so a Warning whose text changes at every retry cannot flood the events
-//! API. Messages are cut to the events API's 1 KiB `note`.
+//! API. Messages are cut to the events API's 1 KiB `note`. Events are written by `events.rs`
+//! (a changed message is a new event; the reconcile's trace id is an annotation).
 //!
 //! Floor 8 of 0–15 (`docs/ARCHITECTURE.md`). May use: `leader`, `outcome`, `watch`. Used by:
 //! `controller`.
+
+mod events;
 
 use crate::outcome::{EventSpec, Severity};
 use crate::watch::ObjectKey;
@@ -68,7 +71,7 @@ struct Bucket {
 
 /// Records events for one plugin.
 pub struct EventSink {
-    recorder: Recorder,
+    publisher: events::Publisher,
     recent: Mutex<HashMap<(ObjectKey, String, String), Instant>>,
     buckets: Mutex<HashMap<ObjectKey, Bucket>>,
 }
@@ -90,7 +93,7 @@ impl EventSink {
     pub fn new(client: Client, controller: String, instance: Option<String>) -> Self {
         let reporter = Reporter { controller, instance };
         EventSink {
-            recorder: Recorder::new(client, reporter),
+            publisher: events::Publisher::new(client, reporter),
             recent: Mutex::new(HashMap::new()),
             buckets: Mutex::new(HashMap::new()),
         }
@@ -125,12 +128,18 @@ impl EventSink {
             .collect()
     }
 
-    /// Publishes events selected by [`EventSink::select`]. Failures are logged, never returned:
-    /// an event is never a reason to fail or retry a reconcile. Returns how many were published.
-    pub async fn publish(&self, reference: &ObjectReference, events: &[Event]) -> usize {
+    /// Publishes events selected by [`EventSink::select`], with the trace id of the reconcile
+    /// that decided them (Warning events carry it as an annotation). Failures are logged, never
+    /// returned: an event is never a reason to fail or retry a reconcile. Returns how many were
+    /// published.
+    pub async fn publish(&self, reference: &ObjectReference, events: &[Event], trace_id: Option<&str>) -> usize {
         let mut published = 0;
         for ev in events {
-            match self.recorder.publish(ev, reference).await {
+            let annotations: Vec<(&str, &str)> = match (trace_id, ev.type_) {
+                (Some(id), EventType::Warning) => vec![(crate::telemetry::traces::TRACE_ANNOTATION, id)],
+                _ => vec![],
+            };
+            match self.publisher.publish(ev, reference, &annotations).await {
                 Ok(()) => published += 1,
                 Err(err) if crate::leader::gate::NotLeader::is(&err) => {
                     tracing::debug!(reason = %ev.reason, "event not recorded: {err}")

@@ -117,6 +117,22 @@ pub enum Verdict {
     },
 }
 
+impl Verdict {
+    /// A short label (`synced`, `memoized`, …), e.g. for the trace's `result` attribute.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Verdict::Synced => "synced",
+            Verdict::Memoized { .. } => "memoized",
+            Verdict::Failed { .. } => "failed",
+            Verdict::Rejected { .. } => "rejected",
+            Verdict::WriteFailed { .. } => "write-failed",
+            Verdict::OutsideGrants { .. } => "outside-grants",
+            Verdict::Finalizing { .. } => "finalizing",
+            Verdict::Deferred { .. } => "deferred",
+        }
+    }
+}
+
 /// One reconcile of one primary.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Flight {

@@ -7,6 +7,7 @@ pub mod flight;
 pub mod health;
 pub mod http;
 pub mod metrics;
+pub mod traces;
 
 pub use health::Health;
 pub use metrics::Metrics;

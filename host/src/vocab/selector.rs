@@ -154,6 +154,25 @@ fn parse_req(p: &str) -> Result<Req, &'static str> {
     }
 }
 
+/// The selector in the API server's syntax (`app=web,tier in (a,b),!legacy`); empty for "all".
+impl std::fmt::Display for Selector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let parts: Vec<String> = self
+            .0
+            .iter()
+            .map(|r| match r {
+                Req::Eq(k, v) => format!("{k}={v}"),
+                Req::NotEq(k, v) => format!("{k}!={v}"),
+                Req::In(k, vs) => format!("{k} in ({})", vs.join(",")),
+                Req::NotIn(k, vs) => format!("{k} notin ({})", vs.join(",")),
+                Req::Exists(k) => k.clone(),
+                Req::NotExists(k) => format!("!{k}"),
+            })
+            .collect();
+        f.write_str(&parts.join(","))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -157,6 +157,9 @@ impl CacheView for RecordingCache {
     fn get(&self, kind: &Gvk, namespace: Option<&str>, name: &str) -> Option<String> {
         let ns = self.namespace_for(kind, namespace);
         let object = self.object(kind, ns.as_deref(), name);
+        let span = tracing::debug_span!("cache.get", kind = %kind.kind, namespace = ns.as_deref().unwrap_or(""), name,
+            hit = object.is_some(), bytes = object.as_ref().map(|o| o.json().len()).unwrap_or(0));
+        let _in = span.enter();
         {
             let mut r = self.reads.lock().unwrap_or_else(|p| p.into_inner());
             if r.gets.len() < MAX_GETS {
@@ -181,6 +184,9 @@ impl CacheView for RecordingCache {
         max_bytes: usize,
     ) -> Result<Vec<String>, QueryTooLarge> {
         let found = self.query_readable(kind, namespace, selector);
+        let span = tracing::debug_span!("cache.query", kind = %kind.kind, namespace = namespace.unwrap_or(""),
+            selector = %selector, found = found.len(), bytes = found.iter().map(|o| o.json().len()).sum::<usize>());
+        let _in = span.enter();
         {
             let mut r = self.reads.lock().unwrap_or_else(|p| p.into_inner());
             if r.queries.len() < MAX_QUERIES {

@@ -41,6 +41,7 @@ fn synced_at(at: &str) -> Flight {
         Input { object: obj("Foo", "web"), resource_version: Some("812".into()), how: "primary".into() },
         Input { object: obj("Deployment", "web"), resource_version: Some("815".into()), how: "owned".into() },
         Input { object: obj("ConfigMap", "settings"), resource_version: None, how: "get".into() },
+        Input { object: obj("Secret", "[app=web] → 1 found: db"), resource_version: None, how: "query".into() },
     ];
     f.writes = vec![
         write("Deployment", "web", "apply", "updated", Some("spec.replicas")),
@@ -57,7 +58,8 @@ fn a_synced_primary_names_its_plugin_inputs_writes_and_events() {
         "Foo demo/web is reconciled by plugin guest-foo 0.2.0 (sha256:4bf94bf94bf9…).",
         "Last reconcile 11s ago (at 19:21:03 UTC, trace 4bf92f3577b34da6a3ce929d0e0e4736, took 3 ms): synced: the \
          plugin ran and kwop wrote its outcome (1 updated, 1 unchanged).",
-        "inputs: Foo demo/web@812 (primary), Deployment demo/web@815 (owned), ConfigMap demo/settings (get, not found)",
+        "inputs: Foo demo/web@812 (primary), Deployment demo/web@815 (owned), ConfigMap demo/settings (get, not \
+         found), Secret demo/[app=web] → 1 found: db (query)\n",
         "writes: apply Deployment demo/web: updated (spec.replicas); status Foo demo/web: unchanged",
         "events: Normal Synced: Foo synced successfully",
     ] {
@@ -154,9 +156,8 @@ fn a_primary_outside_the_grants_is_left_alone() {
     let text = as_primary(vec![flight("19:21:03", v)]);
     assert!(
         text.contains(
-            "Foo demo/web is of the kind plugin guest-foo 0.2.0 (sha256:4bf94bf94bf9…) reconciles, but outside what \
-             it is granted: namespace \"other\" is not among the namespaces granted. kwop leaves it alone (last seen \
-             19:21:03 UTC (11s ago))."
+            "Foo demo/web is outside what plugin guest-foo 0.2.0 (sha256:4bf94bf94bf9…) is granted: namespace \
+             \"other\" is not among the namespaces granted. kwop leaves it alone (last seen 19:21:03 UTC (11s ago))."
         ),
         "{text}"
     );

@@ -55,8 +55,7 @@ fn primary(out: &mut String, obj: &Obj, flights: &[Flight], now: SystemTime) {
         let Verdict::OutsideGrants { message } = &last.verdict else { return };
         let _ = writeln!(
             out,
-            "{} is of the kind plugin {by} reconciles, but outside what it is granted: {message}. kwop leaves it \
-             alone (last seen {}).",
+            "{} is outside what plugin {by} is granted: {message}. kwop leaves it alone (last seen {}).",
             obj.describe(),
             when(&last.at, now)
         );
@@ -142,8 +141,8 @@ fn did(w: &WriteNote, primary: &Obj) -> String {
             format!("updated its status{}.", reason.map(|r| format!(": {r}")).unwrap_or_default())
         }
         "updated" => format!(
-            "re-applied it: {} from what the plugin wants (a hand edit, or a change of the {} {}) — healed.",
-            reason.map(differed).unwrap_or_else(|| "it differed".into()),
+            "re-applied it: {} (a hand edit, or a change of the {} {}) — healed.",
+            differed(reason),
             primary.kind,
             primary.name
         ),
@@ -161,12 +160,13 @@ fn did(w: &WriteNote, primary: &Obj) -> String {
     }
 }
 
-/// `spec.replicas` → `spec.replicas differed`; a reason that already says so is kept.
-fn differed(why: &str) -> String {
-    if why.contains("differ") {
-        why.to_string()
-    } else {
-        format!("{why} differed")
+/// What differed: the host says `spec.replicas differed from the plugin's intent`; a bare field
+/// list gets the words around it.
+fn differed(why: Option<&str>) -> String {
+    match why {
+        Some(w) if w.contains("differ") => w.to_string(),
+        Some(w) => format!("{w} differed from what the plugin wants"),
+        None => "it differed from what the plugin wants".into(),
     }
 }
 
@@ -253,7 +253,8 @@ fn details(out: &mut String, f: &Flight) {
             .iter()
             .map(|i| match &i.resource_version {
                 Some(rv) => format!("{}@{rv} ({})", i.object.describe(), i.how),
-                None => format!("{} ({}, not found)", i.object.describe(), i.how),
+                None if i.how == "get" => format!("{} (get, not found)", i.object.describe()),
+                None => format!("{} ({})", i.object.describe(), i.how),
             })
             .collect();
         let _ = writeln!(out, "  inputs: {}", inputs.join(", "));

@@ -62,6 +62,27 @@ pub fn source_key(s: &PluginSource) -> Result<String, String> {
 
 /// Fetches the component `source` names. For OCI, `pinned` (a digest reference recorded in the
 /// status for this same source) is pulled instead of the tag, so a restart runs what ran.
+/// [`fetch`] as its own trace (`plugin.fetch`, with the result and the digest fetched).
+pub async fn traced(
+    name: &str,
+    key: &str,
+    client: &Client,
+    namespace: &str,
+    cfg: &OciConfig,
+    source: &PluginSource,
+    pinned: Option<&str>,
+) -> Result<Fetched, FetchError> {
+    use tracing::Instrument;
+    let span = tracing::info_span!("plugin.fetch", reconcilerplugin = %name, source = %reference_of(key),
+        result = tracing::field::Empty, digest = tracing::field::Empty);
+    let r = fetch(client, namespace, cfg, source, pinned).instrument(span.clone()).await;
+    match &r {
+        Ok(f) => span.record("result", "fetched").record("digest", f.sha256.as_str()),
+        Err(e) => span.record("result", e.reason),
+    };
+    r
+}
+
 pub async fn fetch(
     client: &Client,
     namespace: &str,

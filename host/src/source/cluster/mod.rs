@@ -273,7 +273,7 @@ impl ClusterSource {
             tracing::info!(reconcilerplugin = %name, source = %fetch::reference_of(&key), pinned = ?pinned, "fetching plugin");
         }
         let task = tokio::spawn(async move {
-            let r = fetch::fetch(&client, &cfg.namespace, &cfg.oci, &rp.spec.source, pinned.as_deref()).await;
+            let r = fetch::traced(&n, &k, &client, &cfg.namespace, &cfg.oci, &rp.spec.source, pinned.as_deref()).await;
             let _ = tx.send((n, k, r));
         });
         p.fetching = Some((key, task.abort_handle()));
