@@ -220,8 +220,10 @@ fn every_write_result_of_a_child_has_its_words() {
         (
             "updated",
             Some("spec.replicas differed from the plugin's intent"),
-            "kwop re-applied it: spec.replicas differed from the plugin's intent from",
+            "kwop re-applied it: spec.replicas differed from the plugin's intent (a hand edit, or a change of the Foo \
+             web) — healed.",
         ),
+        ("updated", None, "kwop re-applied it: it differed from what the plugin wants (a hand edit"),
     ];
     for (result, why, want) in cases {
         let mut f = flight("19:21:03", Verdict::Synced);
