@@ -156,8 +156,8 @@ fn a_primary_outside_the_grants_is_left_alone() {
     let text = as_primary(vec![flight("19:21:03", v)]);
     assert!(
         text.contains(
-            "Foo demo/web is outside what plugin guest-foo 0.2.0 (sha256:4bf94bf94bf9…) is granted: namespace \
-             \"other\" is not among the namespaces granted. kwop leaves it alone (last seen 19:21:03 UTC (11s ago))."
+            "Foo demo/web is outside what plugin guest-foo 0.2.0 (sha256:4bf94bf94bf9…) is granted, and kwop leaves \
+             it alone (last seen 19:21:03 UTC (11s ago)): namespace \"other\" is not among the namespaces granted."
         ),
         "{text}"
     );
@@ -165,13 +165,18 @@ fn a_primary_outside_the_grants_is_left_alone() {
 }
 
 #[test]
-fn earlier_reconciles_are_listed_newest_first_in_one_line_each() {
+fn earlier_reconciles_are_listed_newest_first_one_line_per_run_of_alike_ones() {
     let mut created = flight("19:10:00", Verdict::Synced);
     created.writes = vec![write("Deployment", "web", "apply", "created", None)];
     let failed = flight("19:15:00", Verdict::Failed { stage: "call".into(), message: "deadline 1s exceeded".into() });
-    let text = as_primary(vec![created, failed, synced_at("19:21:03")]);
+    let again = flight("19:16:00", Verdict::Failed { stage: "call".into(), message: "deadline 1s exceeded".into() });
+    let text = as_primary(vec![created, failed, again, synced_at("19:21:03")]);
     let earlier = text.split("Earlier (newest first):\n").nth(1).unwrap_or_default();
-    assert_eq!(earlier, "  19:15:00 UTC: failed: deadline 1s exceeded\n  19:10:00 UTC: synced (1 created)\n", "{text}");
+    assert_eq!(
+        earlier,
+        "  19:15:00 UTC to 19:16:00 UTC (2 times): failed: deadline 1s exceeded\n  19:10:00 UTC: synced (1 created)\n",
+        "{text}"
+    );
 }
 
 fn as_child(flights: Vec<Flight>) -> String {

@@ -55,7 +55,7 @@ fn primary(out: &mut String, obj: &Obj, flights: &[Flight], now: SystemTime) {
         let Verdict::OutsideGrants { message } = &last.verdict else { return };
         let _ = writeln!(
             out,
-            "{} is outside what plugin {by} is granted: {message}. kwop leaves it alone (last seen {}).",
+            "{} is outside what plugin {by} is granted, and kwop leaves it alone (last seen {}): {message}.",
             obj.describe(),
             when(&last.at, now)
         );
@@ -83,12 +83,27 @@ fn primary(out: &mut String, obj: &Obj, flights: &[Flight], now: SystemTime) {
         let _ = writeln!(out, "Last reconcile {}: {}", stamp(last, now), verdict(last));
         details(out, last);
     }
-    let earlier: Vec<&Flight> = flights.iter().rev().skip(shown).collect();
-    if !earlier.is_empty() {
+    // One line per run of alike reconciles (a failure retried with backoff is one line).
+    let mut runs: Vec<(&Flight, &Flight, String, usize)> = vec![];
+    for f in flights.iter().rev().skip(shown) {
+        let who = if f.plugin != last.plugin { format!("[{}] ", plugin(f)) } else { String::new() };
+        let line = format!("{who}{}", short(f));
+        match runs.last_mut() {
+            Some((_, oldest, l, n)) if *l == line => {
+                *oldest = f;
+                *n += 1;
+            }
+            _ => runs.push((f, f, line, 1)),
+        }
+    }
+    if !runs.is_empty() {
         let _ = writeln!(out, "Earlier (newest first):");
-        for f in earlier {
-            let who = if f.plugin != last.plugin { format!(" [{}]", plugin(f)) } else { String::new() };
-            let _ = writeln!(out, "  {}{who}: {}", clock(&f.at), short(f));
+        for (newest, oldest, line, n) in runs {
+            let at = match n {
+                1 => clock(&newest.at),
+                n => format!("{} to {} ({n} times)", clock(&oldest.at), clock(&newest.at)),
+            };
+            let _ = writeln!(out, "  {at}: {line}");
         }
     }
 }
