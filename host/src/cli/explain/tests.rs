@@ -48,6 +48,7 @@ fn synced_at(at: &str) -> Flight {
         write("Foo", "web", "status", "unchanged", None),
     ];
     f.events = vec!["Normal Synced: Foo synced successfully".into()];
+    f.shadow = Some("candidate guest-foo 0.3.0 agreed".into());
     f
 }
 
@@ -62,6 +63,7 @@ fn a_synced_primary_names_its_plugin_inputs_writes_and_events() {
          found), Secret demo/[app=web] → 1 found: db (query)\n",
         "writes: apply Deployment demo/web: updated (spec.replicas); status Foo demo/web: unchanged",
         "events: Normal Synced: Foo synced successfully",
+        "shadow: candidate guest-foo 0.3.0 agreed",
     ] {
         assert!(text.contains(want), "missing {want:?} in:\n{text}");
     }
