@@ -29,7 +29,7 @@
 //!     and the supervisor tell each other.
 //! 13. [`hotswap`]: the supervisor — loads, checks, swaps and stops plugins.
 //! 14. [`offline`]: the offline engine (one reconcile or admission call from files).
-//! 15. [`cli`]: the command line — `kwop run` and the `kwop plugin` tools.
+//! 15. [`cli`]: the command line — `kwop run`, the `kwop plugin` tools and `kwop explain`.
 
 pub mod admission;
 pub mod apply;

@@ -1,11 +1,14 @@
 //! The command line: `kwop run` (the host on a cluster, `run.rs`, with its `sharding.rs` and
-//! `webhook.rs` options) and the offline `kwop plugin ...` tools (`plugin/`, one file per
-//! subcommand over the offline engine).
+//! `webhook.rs` options), the offline `kwop plugin ...` tools (`plugin/`, one file per
+//! subcommand over the offline engine) and `kwop explain` (`explain/`, a running host's flight
+//! recorder in words). Run as `kubectl-kwop` (a link on PATH), the binary is the kubectl plugin
+//! `kubectl kwop` and says so in its usage.
 //!
 //! Floor 15 of 0–15 (`docs/ARCHITECTURE.md`). May use: `admission`, `controller`, `hotswap`,
 //! `leader`, `offline`, `plugin`, `scaffold`, `schema`, `shadow`, `shard`, `source`, `telemetry`,
 //! `vocab`, `watch`. Used by: no one (the top).
 
+pub mod explain;
 pub mod plugin;
 mod run;
 pub mod sharding;
@@ -13,7 +16,7 @@ pub mod webhook;
 
 use crate::plugin::{EngineConfig, Limits, PluginEngine};
 use crate::telemetry::traces::Traces;
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -64,6 +67,10 @@ pub enum Command {
     /// Print the ReconcilerPlugin CustomResourceDefinition (what crds/reconcilerplugin.yaml
     /// holds): `kwop crd | kubectl apply --server-side -f -`.
     Crd,
+    /// Say in words why an object looks as it does and what kwop last did to it, from a running
+    /// host's flight recorder (its /explain).
+    #[command(after_help = explain::HELP)]
+    Explain(explain::ExplainArgs),
 }
 
 /// Sandbox limits for plugin calls.
@@ -296,13 +303,33 @@ pub fn bind_addr(s: &str) -> anyhow::Result<Option<SocketAddr>> {
     Ok(Some(s.parse().map_err(|e| anyhow::anyhow!("invalid bind address {s:?}: {e}"))?))
 }
 
+/// The name kubectl runs its plugin `kubectl kwop` by.
+pub const KUBECTL_PLUGIN: &str = "kubectl-kwop";
+
+/// How the binary was called: `kubectl kwop` when its file name (argv[0], a link) is
+/// `kubectl-kwop`, else `kwop`.
+pub fn program(argv0: Option<&std::ffi::OsStr>) -> &'static str {
+    let name = argv0.map(std::path::Path::new).and_then(|p| p.file_name());
+    if name.is_some_and(|n| n == KUBECTL_PLUGIN) {
+        "kubectl kwop"
+    } else {
+        "kwop"
+    }
+}
+
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let program = program(std::env::args_os().next().as_deref());
+    let cli = if program == "kwop" {
+        Cli::parse()
+    } else {
+        let matches = Cli::command().name(KUBECTL_PLUGIN).bin_name(program).display_name(program).get_matches();
+        Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+    };
     let traces = match start_traces(&cli) {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("kwop: {e:#}");
+            eprintln!("{program}: {e:#}");
             return ExitCode::FAILURE;
         }
     };
@@ -313,6 +340,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => run::run(args),
         Command::Plugin(cmd) => plugin::run(cmd),
+        Command::Explain(args) => Ok(explain::run(args, program)),
         Command::Crd => crate::vocab::crd::crd_yaml().map_err(anyhow::Error::from).map(|y| {
             print!("{y}");
             ExitCode::SUCCESS
@@ -323,7 +351,7 @@ pub fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("kwop: {e:#}");
+            eprintln!("{program}: {e:#}");
             ExitCode::FAILURE
         }
     }
