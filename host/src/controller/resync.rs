@@ -32,6 +32,22 @@ enum Check {
 }
 
 impl Inner {
+    /// A resync answered from the memo: counted on the primary's last flight-recorder entry
+    /// (one entry per run of hits), or a new entry after a reconcile.
+    fn note_memo_hit(&self, cached: &crate::watch::Cached, plugin: &crate::plugin::LoadedPlugin) {
+        let key = cached.key();
+        let object = super::noting::obj(&self.primary.resolved.gvk.kind, key.namespace.as_deref(), &key.name);
+        self.shared.flight.memo_hit(
+            &plugin.info.name,
+            object,
+            || {
+                let digest = format!("sha256:{}", plugin.sha256.trim_start_matches("sha256:"));
+                Some(digest)
+            },
+            &plugin.info.version,
+        );
+    }
+
     /// Re-queues every primary at the configured rate (see [`super::pacer`]: a new pass never
     /// restarts an unfinished one from the beginning).
     pub(crate) fn requeue_all(self: &Arc<Self>) {
@@ -51,7 +67,10 @@ impl Inner {
             for cached in chunk {
                 match self.check(cached, &plugin) {
                     Check::Skip => {}
-                    Check::Unchanged => unchanged += 1,
+                    Check::Unchanged => {
+                        unchanged += 1;
+                        self.note_memo_hit(cached, &plugin);
+                    }
                     Check::Queue => stale.push(cached.key().clone()),
                 }
             }

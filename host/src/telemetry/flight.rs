@@ -265,6 +265,27 @@ impl FlightRecorder {
         }
     }
 
+    /// A memo hit outside a reconcile (the resync checks the memo itself): counted on the
+    /// primary's last entry when that is a run of hits, else a new entry — one lock, no
+    /// allocation for a counted hit beyond the key.
+    pub fn memo_hit(&self, plugin: &str, primary: Obj, digest: impl FnOnce() -> Option<String>, version: &str) {
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let key = (plugin.to_string(), primary);
+        if let Some(Verdict::Memoized { checks, .. }) =
+            s.flights.get_mut(&key).and_then(|r| r.back_mut()).map(|f| &mut f.verdict)
+        {
+            *checks += 1;
+            s.clock += 1;
+            let clock = s.clock;
+            s.touched.insert(key, clock);
+            return;
+        }
+        drop(s);
+        let mut f = Flight::start(plugin, version, digest(), key.1);
+        f.verdict = Verdict::Memoized { since: f.at.clone(), checks: 1 };
+        self.keep(f);
+    }
+
     /// What is kept about `object`: its own reconciles and those of the primaries whose writes
     /// named it (a deleted object can still be explained until it is evicted).
     pub fn explain(&self, object: &Obj) -> Explanation {
@@ -347,6 +368,19 @@ mod tests {
         let e = r.explain(&obj("Foo", "a"));
         assert_eq!(e.as_primary.len(), 2);
         assert!(matches!(e.as_primary[1].verdict, Verdict::Memoized { checks: 50, .. }), "{:?}", e.as_primary[1]);
+    }
+
+    #[test]
+    fn memo_hits_of_the_resync_start_a_run_after_a_reconcile_and_count_on_it() {
+        let r = FlightRecorder::new(3, 10);
+        r.keep(flight("a", Verdict::Synced));
+        for _ in 0..4 {
+            r.memo_hit("p", obj("Foo", "a"), || None, "1");
+        }
+        r.keep(flight("a", memo())); // a reconcile's own memo hit joins the run
+        let e = r.explain(&obj("Foo", "a")).as_primary;
+        assert_eq!(e.len(), 2);
+        assert!(matches!(e[1].verdict, Verdict::Memoized { checks: 5, .. }), "{:?}", e[1]);
     }
 
     #[test]
