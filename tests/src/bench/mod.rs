@@ -21,6 +21,7 @@ pub mod shards;
 pub mod stats;
 pub mod svg;
 pub mod swaps;
+pub mod traced;
 pub mod variants;
 pub mod world;
 
@@ -371,6 +372,9 @@ pub struct Results {
     /// 9. Sharding: per replica, 1 to 3 replicas against the unsharded singleton.
     #[serde(default)]
     pub shards: Option<shards::ShardsRun>,
+    /// 10. Traces exported against none.
+    #[serde(default)]
+    pub traced: Option<traced::TracedRun>,
 }
 
 /// The cargo target folder the tests crate was built in (where the test plugins are).

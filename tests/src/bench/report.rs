@@ -404,6 +404,9 @@ pub fn markdown(r: &Results, svg_name: Option<&str>) -> String {
     if let Some(s) = &r.shards {
         o.push_str(&super::shards::markdown(s));
     }
+    if let Some(t) = &r.traced {
+        o.push_str(&super::traced::markdown(t));
+    }
 
     let _ = writeln!(o, "{END}");
     o

@@ -86,12 +86,17 @@ fn convergence_timeout(driver: Driver, n: usize) -> Duration {
 /// Measurement 2: One convergence run: `n` Foos created at once on a fresh plane, timed until every
 /// Deployment exists with the right replicas and every Foo has its status.
 pub async fn convergence_run(cfg: &Config, driver: Driver, n: usize) -> Result<ConvergenceRun> {
+    convergence_with(cfg, driver, n, &[]).await
+}
+
+/// [`convergence_run`] with more flags for kwop (`extra`; e.g. traces exported: `traced.rs`).
+pub async fn convergence_with(cfg: &Config, driver: Driver, n: usize, extra: &[String]) -> Result<ConvergenceRun> {
     let plane = start_plane()?;
     let ns = plane.namespace("conv")?;
     let client = plane.client().await?;
     let api_pid = apiserver_pid(&plane);
     let ctl = match driver {
-        Driver::Kwop => Some(controllers::kwop(&cfg.kwop, &plane, &guest_foo_dir()?, &cache_dir(cfg), &[])?),
+        Driver::Kwop => Some(controllers::kwop(&cfg.kwop, &plane, &guest_foo_dir()?, &cache_dir(cfg), extra)?),
         Driver::KwopNoMemo => {
             let args = ["--memoize=false".to_string()];
             Some(controllers::kwop(&cfg.kwop, &plane, &guest_foo_dir()?, &cache_dir(cfg), &args)?)
@@ -160,7 +165,12 @@ pub async fn convergence(cfg: &Config) -> Result<Vec<ConvergenceRun>> {
 
 /// Builds `range` Foos with kwop running (kwop creates the Deployments); returns seconds from the
 /// first create until all of Foos `0..range.end` converged.
-async fn build_world(cfg: &Config, plane: &ControlPlane, ns: &str, range: std::ops::Range<usize>) -> Result<f64> {
+pub(super) async fn build_world(
+    cfg: &Config,
+    plane: &ControlPlane,
+    ns: &str,
+    range: std::ops::Range<usize>,
+) -> Result<f64> {
     let client = plane.client().await?;
     let mut k = controllers::kwop(&cfg.kwop, plane, &guest_foo_dir()?, &cache_dir(cfg), &[])?;
     world::warm_up(&client, ns).await?;
@@ -202,7 +212,7 @@ pub async fn steady(cfg: &Config) -> Result<Vec<SteadyRun>> {
 
     // Before (every resync calls the plugin) and after (memoized reconciles), on the same world.
     for memoize in [false, true] {
-        out.push(steady_kwop(cfg, &plane, n, window, memoize).await?);
+        out.push(steady_kwop(cfg, &plane, n, window, memoize, &[]).await?);
     }
     if cfg.no_sample_controller {
         for r in &out {
@@ -249,12 +259,13 @@ pub async fn steady(cfg: &Config) -> Result<Vec<SteadyRun>> {
 
 /// kwop's part of measurement 3: restarted on an in-sync world with a short resync, with or
 /// without `--memoize`.
-async fn steady_kwop(
+pub(super) async fn steady_kwop(
     cfg: &Config,
     plane: &ControlPlane,
     n: usize,
     window: Duration,
     memoize: bool,
+    extra: &[String],
 ) -> Result<SteadyRun> {
     let resync = cfg.steady_resync_s;
     say(format!("steady: kwop --memoize={memoize}, resync {resync}s, window {window:?}"));
@@ -265,7 +276,7 @@ async fn steady_kwop(
         plane,
         &guest_foo_dir()?,
         &cache_dir(cfg),
-        &[format!("--resync-period={resync}s"), format!("--memoize={memoize}")],
+        &[vec![format!("--resync-period={resync}s"), format!("--memoize={memoize}")], extra.to_vec()].concat(),
     )?;
     wait_reconciled(&k, n, Duration::from_secs(300)).await?;
     tokio::time::sleep(Duration::from_secs(resync.min(5))).await;

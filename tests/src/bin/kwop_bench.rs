@@ -205,6 +205,11 @@ fn main() -> Result<()> {
             r.shards = Some(bench::shards::shards(&cfg).await?);
             write_outputs(&a, &r)?;
         }
+        // Needs the collector (scripts/tools otelcol); not part of the suite's smoke run.
+        if cfg.runs("tracing") && a.scale != "smoke" {
+            r.traced = Some(bench::traced::traced(&cfg).await?);
+            write_outputs(&a, &r)?;
+        }
         if cfg.runs("builds") && !a.compare.is_empty() {
             r.builds = Some(bench::builds::compare(&cfg, "glibc (cargo build --release)", &a.compare).await?);
         }
