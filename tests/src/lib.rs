@@ -25,6 +25,7 @@ pub mod js_plugins;
 pub mod plane;
 pub mod plugins;
 pub mod procs;
+pub mod promql;
 pub mod proxy;
 pub mod python_plugins;
 pub mod registry;
