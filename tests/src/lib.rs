@@ -28,6 +28,7 @@ pub mod otel;
 pub mod plane;
 pub mod plugins;
 pub mod procs;
+pub mod promql;
 pub mod proxy;
 pub mod python_plugins;
 pub mod registry;

@@ -53,6 +53,19 @@ struct PluginEntry {
     calls_stuck: usize,
 }
 
+/// One condition of a ReconcilerPlugin as the cluster has it (`kwop_reconcilerplugin_condition`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RpCondition {
+    /// The ReconcilerPlugin's name.
+    pub reconcilerplugin: String,
+    /// `Ready` or `Degraded`.
+    pub condition: String,
+    /// Whether its status is `True`.
+    pub status: bool,
+    /// Its reason.
+    pub reason: String,
+}
+
 /// Leader election state.
 #[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
@@ -101,6 +114,7 @@ struct Inner {
     beat: Option<Instant>,
     unmatched: Vec<String>,
     shard: Option<serde_json::Value>,
+    conditions: Vec<RpCondition>,
 }
 
 impl Default for Health {
@@ -114,6 +128,7 @@ impl Default for Health {
                 beat: None,
                 unmatched: Vec::new(),
                 shard: None,
+                conditions: Vec::new(),
             }),
             engine: OnceLock::new(),
             shard: OnceLock::new(),
@@ -129,6 +144,16 @@ impl Health {
     /// What `/plugins` says of this replica's shard (see `shard::Shard::status`).
     pub fn set_shard(&self, status: serde_json::Value) {
         self.lock().shard = Some(status);
+    }
+
+    /// The ReconcilerPlugins' conditions now (the ReconcilerPlugin source, every second).
+    pub fn set_reconcilerplugin_conditions(&self, conditions: Vec<RpCondition>) {
+        self.lock().conditions = conditions;
+    }
+
+    /// The ReconcilerPlugins' conditions last set.
+    pub fn reconcilerplugin_conditions(&self) -> Vec<RpCondition> {
+        self.lock().conditions.clone()
     }
 
     /// Lets probes and `/plugins` see the engine's calls and memory budget.

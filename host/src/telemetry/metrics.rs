@@ -74,6 +74,17 @@ pub struct LoadLabels {
     pub reason: String,
 }
 
+/// `reconcilerplugin`, `condition`, `reason`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ConditionLabels {
+    /// The ReconcilerPlugin's name.
+    pub reconcilerplugin: String,
+    /// `Ready` or `Degraded`.
+    pub condition: String,
+    /// The condition's reason.
+    pub reason: String,
+}
+
 fn seconds_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.0001, 2.5, 16))
 }
@@ -146,6 +157,8 @@ pub struct Metrics {
     pub shard_unheld_ppm: Gauge,
     /// Live members of the shard ring, as this replica last counted.
     pub shard_members: Gauge,
+    /// Each ReconcilerPlugin's conditions as the cluster has them: 1 True, 0 False.
+    pub reconcilerplugin_conditions: Family<ConditionLabels, Gauge>,
 }
 
 impl Default for Metrics {
@@ -189,6 +202,7 @@ impl Metrics {
             shard_range_ppm: Gauge::default(),
             shard_unheld_ppm: Gauge::default(),
             shard_members: Gauge::default(),
+            reconcilerplugin_conditions: Family::default(),
             registry: Registry::default(),
         };
         registry.register("reconcile", "Reconciles by result", m.reconciles.clone());
@@ -277,10 +291,16 @@ impl Metrics {
             m.shard_unheld_ppm.clone(),
         );
         registry.register("shard_members", "Live members of the shard ring", m.shard_members.clone());
+        registry.register(
+            "reconcilerplugin_condition",
+            "ReconcilerPlugin conditions (Ready, Degraded) as the cluster has them, by reason: 1 True, 0 False",
+            m.reconcilerplugin_conditions.clone(),
+        );
         Metrics { registry, ..m }
     }
 
-    /// Sets the call and memory gauges from what runs now (at each scrape).
+    /// Sets the call, memory and ReconcilerPlugin condition gauges from what is now (at each
+    /// scrape).
     pub fn refresh_calls(&self, health: &crate::telemetry::Health) {
         let counts = health.call_counts();
         self.calls_in_flight.clear();
@@ -293,6 +313,11 @@ impl Metrics {
         let (budget, reserved) = health.memory();
         self.memory_budget.set(budget.unwrap_or(0) as i64);
         self.memory_reserved.set(reserved as i64);
+        self.reconcilerplugin_conditions.clear();
+        for c in health.reconcilerplugin_conditions() {
+            let l = ConditionLabels { reconcilerplugin: c.reconcilerplugin, condition: c.condition, reason: c.reason };
+            self.reconcilerplugin_conditions.get_or_create(&l).set(i64::from(c.status));
+        }
     }
 
     /// The text exposition format.

@@ -369,6 +369,7 @@ impl ClusterSource {
     /// Writes every status that changed (server-side apply of the status subresource), only
     /// while this replica leads.
     async fn write_statuses(&mut self) {
+        self.health.set_reconcilerplugin_conditions(status::conditions(&self.plugins));
         if !self.leadership.may_write() {
             return;
         }

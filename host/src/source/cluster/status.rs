@@ -5,6 +5,7 @@
 use super::fetch::{reference_of, FetchError, Fetched};
 use crate::shadow::stats::CandidateState;
 use crate::source::report::{Report, State};
+use crate::telemetry::health::RpCondition;
 use crate::vocab::crd::{CandidateStatus, PluginIdentity, ReconcilerPluginStatus, ResolvedSource};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 
@@ -150,6 +151,23 @@ pub fn compute(k: &Known<'_>, old: Option<&ReconcilerPluginStatus>) -> Reconcile
         last_error: degraded.map(|(_, m)| truncate(m)),
         candidate: k.candidate.map(candidate),
     }
+}
+
+/// Each ReconcilerPlugin's conditions as the cluster has them (the watch's copy of its status,
+/// on every replica alike), for `kwop_reconcilerplugin_condition`; candidates are not objects.
+pub(super) fn conditions(plugins: &std::collections::BTreeMap<String, super::Plugin>) -> Vec<RpCondition> {
+    let statuses = plugins.iter().filter(|(n, _)| !super::is_candidate(n));
+    let statuses = statuses.filter_map(|(n, p)| Some((n, p.obj.as_ref()?.status.as_ref()?)));
+    statuses
+        .flat_map(|(n, s)| {
+            s.conditions.iter().map(move |c| RpCondition {
+                reconcilerplugin: n.clone(),
+                condition: c.type_.clone(),
+                status: c.status == "True",
+                reason: c.reason.clone(),
+            })
+        })
+        .collect()
 }
 
 fn truncate(mut s: String) -> String {
