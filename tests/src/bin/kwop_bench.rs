@@ -160,9 +160,15 @@ fn main() -> Result<()> {
         Some(p) => serde_json::from_str(&std::fs::read_to_string(p)?)?,
         None => Results::default(),
     };
+    let earlier = a.merge.as_ref().map(|_| (r.date.clone(), r.command.clone(), r.kwop.clone()));
     r.date = utc_now();
     r.command = std::env::var("KWOP_BENCH_COMMAND").unwrap_or_else(|_| std::env::args().collect::<Vec<_>>().join(" "));
     r.kwop = format!("{} (git {})", kwop.display(), git_revision());
+    // A merged run says which figures are whose.
+    if let Some((date, command, kwop)) = earlier {
+        r.command = format!("{} (its figures: {}); the other figures from the run of {date}: {command}", r.command, a.only.join(", "));
+        r.kwop = format!("{} for {}; {kwop} for the others", r.kwop, a.only.join(", "));
+    }
     r.machine = bench::machine();
     r.what_if = ["KWOP_BENCH_KWOP_ARGS", "KWOP_BENCH_KWOP_ENV"]
         .iter()
