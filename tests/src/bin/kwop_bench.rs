@@ -166,7 +166,11 @@ fn main() -> Result<()> {
     r.kwop = format!("{} (git {})", kwop.display(), git_revision());
     // A merged run says which figures are whose.
     if let Some((date, command, kwop)) = earlier {
-        r.command = format!("{} (its figures: {}); the other figures from the run of {date}: {command}", r.command, a.only.join(", "));
+        r.command = format!(
+            "{} (its figures: {}); the other figures from the run of {date}: {command}",
+            r.command,
+            a.only.join(", ")
+        );
         r.kwop = format!("{} for {}; {kwop} for the others", r.kwop, a.only.join(", "));
     }
     r.machine = bench::machine();
