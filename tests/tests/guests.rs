@@ -11,21 +11,8 @@ use common::*;
 use kwop::plugin::{EngineConfig, Limits, LoadedPlugin, PluginEngine, Request, StaticCache};
 use kwop_tests::{ControlPlane, Mode};
 use serde_json::json;
-use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Arc;
-
-fn guest(name: &str) -> PathBuf {
-    let dir = std::env::var_os("KWOP_GUESTS_DIR").map(PathBuf::from).unwrap_or_else(|| {
-        std::env::var_os("CARGO_TARGET_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| kwop_tests::repo_root().join("target"))
-            .join("guests")
-    });
-    let path = dir.join(format!("{name}.wasm"));
-    assert!(path.is_file(), "{} is missing: run scripts/build-guests (scripts/test does)", path.display());
-    path
-}
 
 fn kwop(args: &[&str]) -> (bool, String) {
     let out = Command::new(KWOP).args(args).output().expect("kwop runs");
@@ -33,7 +20,7 @@ fn kwop(args: &[&str]) -> (bool, String) {
 }
 
 fn passes_fixtures(name: &str) {
-    let file = guest(name);
+    let file = common::built_guest(name);
     let fixtures = kwop_tests::repo_root().join("tests/fixtures/foo");
     // Conformance, not timing: five guests load side by side on a shared CI machine, and a
     // starved 12 MB JavaScript instance can miss the 1 s default deadline.
@@ -74,7 +61,7 @@ fn go_guest_passes_the_fixtures() {
 }
 
 async fn reconciles_on_the_cluster(name: &str, plugin_name: &str) -> anyhow::Result<()> {
-    let file = guest(name);
+    let file = common::built_guest(name);
     // Compile once (into the shared precompile cache) before the host loads it.
     let (ok, out) = kwop(&["plugin", "inspect", &file.display().to_string()]);
     assert!(ok && out.contains(plugin_name), "{out}");
@@ -147,7 +134,7 @@ fn check_large_outcome(r: &kwop::plugin::RawResult) {
 
 fn load_go_guest() -> LoadedPlugin {
     let engine = PluginEngine::new(EngineConfig::default()).expect("engine");
-    LoadedPlugin::load_file(&engine, &guest("foo-go"), Limits::default()).expect("the Go guest loads")
+    LoadedPlugin::load_file(&engine, &common::built_guest("foo-go"), Limits::default()).expect("the Go guest loads")
 }
 
 /// Upstream's Go `cabi_realloc` allocates these 5 MB on the Go heap, a garbage collection starts

@@ -6,6 +6,8 @@
 //! report. (A registry serving a manifest that does not match its digest cannot be made with
 //! distribution: that check is unit-tested in `host/src/source/oci/tests.rs`.)
 
+mod common;
+
 use kwop::source::oci::{self, Auth, OciConfig};
 use kwop_tests::registry::Registry;
 use std::path::{Path, PathBuf};
@@ -13,18 +15,6 @@ use std::process::Command;
 
 const KWOP: &str = env!("CARGO_BIN_EXE_kwop-host");
 const MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
-
-fn guest(name: &str) -> PathBuf {
-    let dir = std::env::var_os("KWOP_GUESTS_DIR").map(PathBuf::from).unwrap_or_else(|| {
-        std::env::var_os("CARGO_TARGET_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| kwop_tests::repo_root().join("target"))
-            .join("guests")
-    });
-    let path = dir.join(format!("{name}.wasm"));
-    assert!(path.is_file(), "{} is missing: run scripts/build-guests (scripts/test does)", path.display());
-    path
-}
 
 fn tmp(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join("kwop-test").join(format!("{}-oci-{name}", std::process::id()));
@@ -61,7 +51,7 @@ fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
 fn the_cli_pushes_in_the_wasm_layout_and_pulls_by_tag_and_by_digest() {
     let reg = Registry::start().expect("registry");
     let dir = tmp("cli");
-    let file = guest("foo-rust");
+    let file = common::built_guest("foo-rust");
     let bytes = std::fs::read(&file).expect("guest");
     let reference = format!("{}/kwop/foo-rust:1.0", reg.host_port());
     let hp = reg.host_port();
@@ -169,7 +159,7 @@ fn the_cli_refuses_what_it_cannot_do_in_one_line() {
 async fn pulls_are_verified_and_failures_carry_their_reason() {
     let reg = Registry::start().expect("registry");
     let cfg = insecure(&reg);
-    let bytes = std::fs::read(guest("foo-rust")).expect("guest");
+    let bytes = std::fs::read(common::built_guest("foo-rust")).expect("guest");
     let hp = reg.host_port();
     let pinned = oci::push(bytes.clone(), &format!("{hp}/lib/foo:v1"), &Auth::Anonymous, &cfg).await.expect("push");
     let digest = pinned.rsplit_once('@').map(|(_, d)| d.to_string()).expect("pinned");
@@ -273,7 +263,7 @@ async fn a_registry_with_auth_takes_docker_config_credentials_and_refuses_others
     let reg = Registry::start_with_htpasswd(HTPASSWD).expect("registry with auth");
     let cfg = insecure(&reg);
     let hp = reg.host_port();
-    let bytes = std::fs::read(guest("foo-rust")).expect("guest");
+    let bytes = std::fs::read(common::built_guest("foo-rust")).expect("guest");
     let docker_config = |user_pass: &str| {
         let b64 = base64::engine::general_purpose::STANDARD.encode(user_pass);
         format!(r#"{{"auths": {{"http://{hp}": {{"auth": "{b64}"}}, "other.example.com": {{"auth": "eDp5"}}}}}}"#)
