@@ -50,7 +50,7 @@ impl Inner {
     pub(crate) async fn reconcile(self: &Arc<Self>, key: &ObjectKey, waited: Duration) -> Next {
         let plugin = self.plugin.load_full();
         let kind = &self.primary.resolved.gvk.kind;
-        let digest = format!("sha256:{}", plugin.sha256.trim_start_matches("sha256:"));
+        let digest = plugin.digest();
         let span = tracing::info_span!("reconcile", plugin = %plugin.info.name, object = %key, kind = %kind,
             plugin.version = %plugin.info.version, plugin.digest = %digest, queue.wait_ms = waited.as_millis() as u64,
             trace_id = tracing::field::Empty, result = tracing::field::Empty);

@@ -37,15 +37,7 @@ impl Inner {
     fn note_memo_hit(&self, cached: &crate::watch::Cached, plugin: &crate::plugin::LoadedPlugin) {
         let key = cached.key();
         let object = super::noting::obj(&self.primary.resolved.gvk.kind, key.namespace.as_deref(), &key.name);
-        self.shared.flight.memo_hit(
-            &plugin.info.name,
-            object,
-            || {
-                let digest = format!("sha256:{}", plugin.sha256.trim_start_matches("sha256:"));
-                Some(digest)
-            },
-            &plugin.info.version,
-        );
+        self.shared.flight.memo_hit(&plugin.info.name, object, || Some(plugin.digest()), &plugin.info.version);
     }
 
     /// Re-queues every primary at the configured rate (see [`super::pacer`]: a new pass never

@@ -197,6 +197,11 @@ impl LoadedPlugin {
         &self.engine
     }
 
+    /// The component's digest as `sha256:…` (for traces and `kwop explain`).
+    pub fn digest(&self) -> String {
+        format!("sha256:{}", self.sha256.trim_start_matches("sha256:"))
+    }
+
     /// The contract version this component implements.
     pub fn world(&self) -> World {
         match self.pre {
