@@ -3,6 +3,7 @@
 //! The decision logic lives in [`foo::sync`] — plain Rust over typed objects, unit-tested natively.
 //! The plugin (`plugin`, on `wasm32` only) is the kwop-guest SDK's `Reconciler` wrapped around it.
 
+pub mod convert;
 pub mod foo;
 pub mod intent;
 

@@ -1,7 +1,8 @@
 //! The plugin: info and reconcile through the kwop-guest SDK.
 
+use crate::convert;
 use crate::foo::{self, Foo};
-use kwop_guest::{Admission, Context, Failure, Gvk, Info, Outcome, Reconciler, Violation};
+use kwop_guest::{Admission, Context, Failure, Gvk, Info, Mutation, Outcome, Reconciler, Violation};
 
 struct GuestFoo;
 
@@ -20,6 +21,8 @@ impl Reconciler for GuestFoo {
         Info::new(&name, version, Gvk::new(group, "v1alpha1", "Foo"))
             .owns(Gvk::new("apps", "v1", "Deployment"))
             .validates()
+            .mutates("spec.replicas")
+            .converts(&convert::VERSIONS)
     }
 
     fn reconcile(foo: Foo, ctx: &Context) -> Result<Outcome, Failure> {
@@ -35,6 +38,18 @@ impl Reconciler for GuestFoo {
     fn validate(req: Admission<Foo>, ctx: &Context) -> Result<Vec<String>, Vec<Violation>> {
         let kind = Gvk::new("apps", "v1", "Deployment");
         foo::admit(&req.object, req.old.as_ref(), &|ns, name| ctx.get_as::<foo::Observed>(&kind, Some(ns), name))
+    }
+
+    fn mutate(req: Admission<kwop_guest::serde_json::Value>, _: &Context) -> Result<Mutation, Vec<Violation>> {
+        let object = req.object;
+        Ok(Mutation::new(convert::default_replicas(object.clone()).unwrap_or(object)))
+    }
+
+    fn convert(
+        object: kwop_guest::serde_json::Value,
+        api_version: &str,
+    ) -> Result<kwop_guest::serde_json::Value, String> {
+        convert::convert(object, api_version)
     }
 }
 

@@ -307,6 +307,7 @@ async fn decide_request(
         old_object: req.old_object.as_ref().map(text),
         user: req.user_info.username.clone().unwrap_or_default(),
         dry_run: req.dry_run,
+        subresource: None,
     };
     let spec = CallSpec {
         object: format!("{}/{}", ns.as_deref().unwrap_or(""), req.name),

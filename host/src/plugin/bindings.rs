@@ -1,6 +1,6 @@
 //! The one place that generates host bindings from `wit/`: one module per contract version the
-//! host serves (`kwop:reconciler@0.1.x` and `@0.2.x`), and the conversions from 0.1's values to
-//! 0.2's, which the rest of the host works with.
+//! host serves (`kwop:reconciler@0.1.x`, `@0.2.x` and `@0.3.x`), and the conversions from 0.1's
+//! values to 0.2's, which the rest of the host works with (0.3's: `plugin::v03`).
 
 /// `kwop:reconciler@0.1.0` (`wit/reconciler.wit`).
 pub mod v01 {
@@ -22,6 +22,15 @@ pub mod v02 {
         world: "reconciler",
         exports: { default: async },
         imports: { "kwop:reconciler/cache.query": trappable },
+    });
+}
+
+/// `kwop:reconciler@0.3.0` (`wit/v0.3/reconciler.wit`).
+pub mod v03 {
+    wasmtime::component::bindgen!({
+        path: "../wit/v0.3/reconciler.wit",
+        world: "reconciler",
+        exports: { default: async },
     });
 }
 

@@ -1,13 +1,18 @@
-//! Calling a loaded plugin's exports — `reconcile`, `finalize`, `validate` — each in a fresh
-//! instance under the plugin's limits, whichever contract version it implements.
+//! Calling a loaded plugin's exports — `reconcile`, `finalize`, `validate`, and 0.3's `mutate` and
+//! `convert` — each in a fresh instance under the plugin's limits, whichever contract version it
+//! implements.
 
 use super::bindings;
 use super::call;
 use super::errors::CallError;
 use super::loader::LoadedPlugin;
 use super::sandbox::{self, CallContext, HostState, RawResult};
+use super::v03;
 use super::wasi::Determinism;
-use super::world::{AdmissionRequest, Call, CallSpec, Pre, Raw, RawFinalize, RawValidate, Request};
+use super::world::{
+    AdmissionRequest, Call, CallSpec, ConversionRequest, Pre, Raw, RawConvert, RawFinalize, RawMutate, RawValidate,
+    Request,
+};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -58,9 +63,46 @@ impl LoadedPlugin {
             return Err(CallError::Trap(format!("plugin {} does not validate", self.info.name)));
         }
         let now = spec.started_at;
-        match self.run(Call::Validate(req.to_wit(now)), spec, cache, deadline).await? {
+        match self.run(Call::Validate(req, now), spec, cache, deadline).await? {
             Raw::Validate(r) => Ok(r),
             _ => Err(CallError::Trap("another export answered a validate".into())),
+        }
+    }
+
+    /// Runs `mutate` for an admission request, as [`LoadedPlugin::validate`]. Only a 0.3 plugin
+    /// that declared what it `mutates` is asked.
+    pub async fn mutate(
+        &self,
+        req: AdmissionRequest,
+        spec: CallSpec,
+        cache: Arc<dyn crate::plugin::CacheView>,
+        deadline: Option<Duration>,
+    ) -> Result<RawMutate, CallError> {
+        if self.info.mutates.is_empty() {
+            return Err(CallError::Trap(format!("plugin {} does not mutate", self.info.name)));
+        }
+        let now = spec.started_at;
+        match self.run(Call::Mutate(req, now), spec, cache, deadline).await? {
+            Raw::Mutate(r) => Ok(r),
+            _ => Err(CallError::Trap("another export answered a mutate".into())),
+        }
+    }
+
+    /// Runs `convert` for one object, in a fresh instance with no cache to read. Only a 0.3
+    /// plugin that declared the versions it `converts` is asked.
+    pub async fn convert(
+        &self,
+        req: ConversionRequest,
+        spec: CallSpec,
+        deadline: Option<Duration>,
+    ) -> Result<RawConvert, CallError> {
+        if self.info.converts.is_empty() {
+            return Err(CallError::Trap(format!("plugin {} does not convert", self.info.name)));
+        }
+        let cache = Arc::new(crate::plugin::StaticCache::default());
+        match self.run(Call::Convert(req), spec, cache, deadline).await? {
+            Raw::Convert(r) => Ok(r),
+            _ => Err(CallError::Trap("another export answered a convert".into())),
         }
     }
 
@@ -88,12 +130,44 @@ impl LoadedPlugin {
             let r = async {
                 let fail = |s: &wasmtime::Store<HostState>, e, inst| sandbox::classify(s, e, deadline, inst);
                 match pre {
+                    Pre::V03(p) => {
+                        let i = p.instantiate_async(&mut store).await.map_err(|e| fail(&store, e, true))?;
+                        let r = match &call {
+                            Call::Reconcile(req) => i
+                                .call_reconcile(&mut store, &v03::request(req))
+                                .await
+                                .map(|r| Raw::Reconcile(v03::outcome(r))),
+                            Call::Finalize(req) => i
+                                .call_finalize(&mut store, &v03::request(req))
+                                .await
+                                .map(|r| Raw::Finalize(v03::finalize_outcome(r))),
+                            Call::Validate(req, now) => i
+                                .call_validate(&mut store, &v03::admission(req, *now))
+                                .await
+                                .map(|r| Raw::Validate(v03::validated(r))),
+                            Call::Mutate(req, now) => i
+                                .call_mutate(&mut store, &v03::admission(req, *now))
+                                .await
+                                .map(|r| Raw::Mutate(v03::mutated(r))),
+                            Call::Convert(req) => {
+                                i.call_convert(&mut store, &v03::conversion(req)).await.map(Raw::Convert)
+                            }
+                        };
+                        r.map_err(|e| fail(&store, e, false))
+                    }
                     Pre::V02(p) => {
                         let i = p.instantiate_async(&mut store).await.map_err(|e| fail(&store, e, true))?;
                         let r = match &call {
                             Call::Reconcile(req) => i.call_reconcile(&mut store, req).await.map(Raw::Reconcile),
                             Call::Finalize(req) => i.call_finalize(&mut store, req).await.map(Raw::Finalize),
-                            Call::Validate(req) => i.call_validate(&mut store, req).await.map(Raw::Validate),
+                            Call::Validate(req, now) => {
+                                i.call_validate(&mut store, &req.to_wit(*now)).await.map(Raw::Validate)
+                            }
+                            Call::Mutate(..) | Call::Convert(_) => {
+                                return Err(CallError::Trap(
+                                    "a kwop:reconciler@0.2 plugin neither mutates nor converts".into(),
+                                ))
+                            }
                         };
                         r.map_err(|e| fail(&store, e, false))
                     }

@@ -1,5 +1,6 @@
 //! Host side of the plugin's imports: cache reads (declared kinds only) and logging, for every
-//! contract version the host serves (0.1 and 0.2 import the same functions).
+//! contract version the host serves (0.1 and 0.2 import the same functions; 0.3's reads say why
+//! they answer nothing).
 
 use super::bindings::{v01, v02};
 use super::guest_error::TARGET;
@@ -112,10 +113,19 @@ impl HostState {
                 return Ok(Vec::new());
             }
         };
-        // Bounded per query and per call (a query loop cannot make the host serialise its cache
-        // again and again): past either bound the call fails with a clear message.
+        self.cache_select(kind, namespace, &selector)
+    }
+
+    /// A query of a readable kind, bounded per query and per call (a query loop cannot make the
+    /// host serialise its cache again and again): past either bound, an error saying which.
+    fn cache_select(
+        &mut self,
+        kind: Gvk,
+        namespace: Option<String>,
+        selector: &Selector,
+    ) -> wasmtime::Result<Vec<String>> {
         let max = self.query_bytes.min(self.read_budget);
-        let found = self.cache.query(&kind, namespace.as_deref().filter(|n| !n.is_empty()), &selector, max);
+        let found = self.cache.query(&kind, namespace.as_deref().filter(|n| !n.is_empty()), selector, max);
         self.charge_read(found.map_err(|e| self.over_read(e))?)
     }
 
@@ -134,6 +144,82 @@ impl HostState {
             Level::Info => tracing::info!(target: TARGET, plugin = p, object = %o, "{m}"),
             Level::Warn => tracing::warn!(target: TARGET, plugin = p, object = %o, "{m}"),
             Level::Error => tracing::error!(target: TARGET, plugin = p, object = %o, "{m}"),
+        }
+    }
+}
+
+/// 0.3's imports: reads that say why they answer nothing (`read-error`), a cluster parameter (only
+/// the host's own cluster until links exist) and the list of linked clusters (none yet).
+mod v03_imports {
+    use super::super::bindings::v03::kwop::reconciler::{cache, log, types};
+    use super::{HostState, Level};
+    use crate::vocab::Gvk;
+
+    impl types::Host for HostState {}
+
+    fn gvk(k: &types::Gvk) -> Gvk {
+        Gvk::new(&k.group, &k.version, &k.kind)
+    }
+
+    impl HostState {
+        fn may_read_v03(&self, kind: &Gvk, cluster: &Option<String>) -> Result<(), cache::ReadError> {
+            if let Some(c) = cluster {
+                return Err(cache::ReadError::Forbidden(format!("cluster {c:?} is not linked to this host")));
+            }
+            if !self.readable.contains(kind) {
+                return Err(cache::ReadError::Forbidden(format!(
+                    "kind {kind} is not declared in info() (owns or reads): the plugin may not read it"
+                )));
+            }
+            Ok(())
+        }
+    }
+
+    impl cache::Host for HostState {
+        fn get(
+            &mut self,
+            kind: types::Gvk,
+            cluster: Option<String>,
+            namespace: Option<String>,
+            name: String,
+        ) -> Result<Option<String>, cache::ReadError> {
+            let kind = gvk(&kind);
+            self.may_read_v03(&kind, &cluster)?;
+            Ok(self.cache_get(kind, namespace, name))
+        }
+
+        fn query(
+            &mut self,
+            kind: types::Gvk,
+            cluster: Option<String>,
+            namespace: Option<String>,
+            label_selector: Option<String>,
+        ) -> Result<Vec<String>, cache::ReadError> {
+            let kind = gvk(&kind);
+            self.may_read_v03(&kind, &cluster)?;
+            let selector = match label_selector.as_deref().map(crate::vocab::selector::Selector::parse).transpose() {
+                Ok(s) => s.unwrap_or_default(),
+                Err(e) => return Err(cache::ReadError::Invalid(e.to_string())),
+            };
+            // Past the query's or the call's read bound the read fails (0.1/0.2 fail the call).
+            self.cache_select(kind, namespace, &selector).map_err(|e| cache::ReadError::Invalid(e.to_string()))
+        }
+
+        fn clusters(&mut self) -> Vec<cache::LinkedCluster> {
+            Vec::new()
+        }
+    }
+
+    impl log::Host for HostState {
+        fn log(&mut self, level: log::Level, message: String) {
+            let level = match level {
+                log::Level::Trace => Level::Trace,
+                log::Level::Debug => Level::Debug,
+                log::Level::Info => Level::Info,
+                log::Level::Warn => Level::Warn,
+                log::Level::Error => Level::Error,
+            };
+            self.log_line(level, message)
         }
     }
 }

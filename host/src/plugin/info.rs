@@ -18,6 +18,8 @@ impl PluginInfo {
             reads: w.reads.into_iter().map(conv).collect(),
             finalizes: w.finalizes,
             validates: w.validates,
+            mutates: vec![],
+            converts: vec![],
         };
         info.validate()?;
         Ok(info)

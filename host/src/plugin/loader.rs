@@ -1,6 +1,6 @@
 //! Loading a plugin file: read, hash, compile (or reuse the precompiled cache), link, validate.
 
-use super::bindings::{self, v01, v02};
+use super::bindings::{self, v01, v02, v03};
 use super::call;
 use super::compile::compile;
 use super::engine::PluginEngine;
@@ -91,15 +91,19 @@ impl LoadedPlugin {
         super::wasi::add_to_linker(&mut linker).map_err(wrong)?;
         v01::Reconciler::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s).map_err(wrong)?;
         v02::Reconciler::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s).map_err(wrong)?;
+        v03::Reconciler::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s).map_err(wrong)?;
         let instance_pre = linker.instantiate_pre(&component).map_err(wrong)?;
         // The newest world first; an older one only if the component is not of the newer.
-        let pre = match v02::ReconcilerPre::new(instance_pre.clone()) {
-            Ok(p) => Pre::V02(p),
-            Err(e2) => match v01::ReconcilerPre::new(instance_pre) {
-                Ok(p) => Pre::V01(p),
-                Err(e1) => {
-                    return Err(LoadError::WrongWorld(format!("as 0.2: {e2:#}; as 0.1: {e1:#}")));
-                }
+        let pre = match v03::ReconcilerPre::new(instance_pre.clone()) {
+            Ok(p) => Pre::V03(p),
+            Err(e3) => match v02::ReconcilerPre::new(instance_pre.clone()) {
+                Ok(p) => Pre::V02(p),
+                Err(e2) => match v01::ReconcilerPre::new(instance_pre) {
+                    Ok(p) => Pre::V01(p),
+                    Err(e1) => {
+                        return Err(LoadError::WrongWorld(format!("as 0.3: {e3:#}; as 0.2: {e2:#}; as 0.1: {e1:#}")));
+                    }
+                },
             },
         };
         Ok(Compiled { sha256, source: source.to_path_buf(), from_cache, pre })
@@ -127,14 +131,20 @@ impl LoadedPlugin {
             let r = async {
                 let fail = |s: &wasmtime::Store<HostState>, e, inst| sandbox::classify(s, e, deadline, inst);
                 match pre2 {
+                    Pre::V03(p) => {
+                        let i = p.instantiate_async(&mut store).await.map_err(|e| fail(&store, e, true))?;
+                        let info = i.call_info(&mut store).await.map_err(|e| fail(&store, e, false))?;
+                        Ok(super::v03::info(info))
+                    }
                     Pre::V02(p) => {
                         let i = p.instantiate_async(&mut store).await.map_err(|e| fail(&store, e, true))?;
-                        i.call_info(&mut store).await.map_err(|e| fail(&store, e, false))
+                        let info = i.call_info(&mut store).await.map_err(|e| fail(&store, e, false))?;
+                        Ok(PluginInfo::from_wit(info))
                     }
                     Pre::V01(p) => {
                         let i = p.instantiate_async(&mut store).await.map_err(|e| fail(&store, e, true))?;
                         let info = i.call_info(&mut store).await.map_err(|e| fail(&store, e, false))?;
-                        Ok(bindings::info_from_v01(info))
+                        Ok(PluginInfo::from_wit(bindings::info_from_v01(info)))
                     }
                 }
             }
@@ -142,7 +152,7 @@ impl LoadedPlugin {
             (store, r)
         })
         .await?;
-        let info = PluginInfo::from_wit(raw).map_err(LoadError::InvalidInfo)?;
+        let info = raw.map_err(LoadError::InvalidInfo)?;
         let own = limits.for_plugin(&info.name).clone();
         if stats.elapsed > own.deadline {
             return Err(LoadError::Info(CallError::Deadline(own.deadline)));
@@ -207,6 +217,7 @@ impl LoadedPlugin {
         match self.pre {
             Pre::V01(_) => World::V01,
             Pre::V02(_) => World::V02,
+            Pre::V03(_) => World::V03,
         }
     }
 }

@@ -29,6 +29,7 @@ pub mod precompiled;
 pub mod sandbox;
 mod session;
 pub mod ticker;
+mod v03;
 pub mod wasi;
 pub mod world;
 
@@ -41,4 +42,7 @@ pub use limits::{LimitSet, Limits};
 pub use loader::{Compiled, LoadedPlugin};
 pub use sandbox::RawResult;
 pub use session::Session;
-pub use world::{AdmissionRequest, CallSpec, Operation, RawFinalize, RawValidate, Request, World};
+pub use world::{
+    AdmissionRequest, CallSpec, ConversionRequest, Mutation, Operation, RawConvert, RawFinalize, RawMutate,
+    RawValidate, Request, World,
+};

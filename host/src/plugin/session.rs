@@ -1,6 +1,6 @@
 //! A kept instance for several calls, to measure what reuse would save (never used for reconciles).
 
-use super::bindings::{self, v01, v02};
+use super::bindings::{self, v01, v02, v03};
 use super::errors::CallError;
 use super::loader::LoadedPlugin;
 use super::sandbox::{self, CallContext, HostState, RawResult};
@@ -33,12 +33,14 @@ impl LoadedPlugin {
 enum Instance {
     V01(v01::Reconciler),
     V02(v02::Reconciler),
+    V03(v03::Reconciler),
 }
 
 async fn instantiate(pre: &Pre, store: &mut wasmtime::Store<HostState>) -> wasmtime::Result<Instance> {
     Ok(match pre {
         Pre::V01(p) => Instance::V01(p.instantiate_async(store).await?),
         Pre::V02(p) => Instance::V02(p.instantiate_async(store).await?),
+        Pre::V03(p) => Instance::V03(p.instantiate_async(store).await?),
     })
 }
 
@@ -70,6 +72,11 @@ impl Session<'_> {
         let req = req.to_wit(SystemTime::now());
         let store = &mut self.store;
         let r = match &self.instance {
+            Instance::V03(i) => self
+                .plugin
+                .engine()
+                .block_on(i.call_reconcile(store, &super::v03::request(&req)))
+                .map(super::v03::outcome),
             Instance::V02(i) => self.plugin.engine().block_on(i.call_reconcile(store, &req)),
             Instance::V01(i) => self
                 .plugin

@@ -1,6 +1,6 @@
 //! The contract versions the host serves, and what one call asks of and gets from a plugin.
 
-use super::bindings::{v01, v02, wit};
+use super::bindings::{v01, v02, v03, wit};
 use super::sandbox::{HostState, RawResult};
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -14,6 +14,9 @@ pub enum World {
     /// `kwop:reconciler@0.2.x`.
     #[serde(rename = "kwop:reconciler@0.2.0")]
     V02,
+    /// `kwop:reconciler@0.3.x`.
+    #[serde(rename = "kwop:reconciler@0.3.0")]
+    V03,
 }
 
 impl std::fmt::Display for World {
@@ -21,6 +24,7 @@ impl std::fmt::Display for World {
         f.write_str(match self {
             World::V01 => "kwop:reconciler@0.1.0",
             World::V02 => "kwop:reconciler@0.2.0",
+            World::V03 => "kwop:reconciler@0.3.0",
         })
     }
 }
@@ -30,13 +34,16 @@ impl std::fmt::Display for World {
 pub(crate) enum Pre {
     V01(v01::ReconcilerPre<HostState>),
     V02(v02::ReconcilerPre<HostState>),
+    V03(v03::ReconcilerPre<HostState>),
 }
 
 /// What one call asks of the plugin, with its input.
 pub(crate) enum Call {
     Reconcile(wit::Request),
     Finalize(wit::Request),
-    Validate(wit::AdmissionRequest),
+    Validate(AdmissionRequest, SystemTime),
+    Mutate(AdmissionRequest, SystemTime),
+    Convert(ConversionRequest),
 }
 
 /// A call's result before decoding.
@@ -44,6 +51,8 @@ pub(crate) enum Raw {
     Reconcile(RawResult),
     Finalize(RawFinalize),
     Validate(RawValidate),
+    Mutate(RawMutate),
+    Convert(RawConvert),
 }
 
 /// What `finalize` returned, still in WIT types.
@@ -51,6 +60,30 @@ pub type RawFinalize = Result<wit::FinalizeOutcome, wit::Failure>;
 
 /// What `validate` returned: warnings (allowed) or violations (denied).
 pub type RawValidate = Result<Vec<String>, Vec<wit::Violation>>;
+
+/// What `mutate` returned: the object as it should be stored (allowed), or violations (denied).
+pub type RawMutate = Result<Mutation, Vec<wit::Violation>>;
+
+/// What `convert` returned: the converted object, or why it cannot be.
+pub type RawConvert = Result<String, String>;
+
+/// The object as `mutate` wants it stored, with warnings for the client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mutation {
+    /// The whole object (the host computes the JSONPatch).
+    pub object: String,
+    /// Warnings (`kubectl` prints them).
+    pub warnings: Vec<String>,
+}
+
+/// The input of `convert`: one object and the `apiVersion` wanted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConversionRequest {
+    /// The object, as stored or as sent.
+    pub object: String,
+    /// `group/version` wanted.
+    pub desired_api_version: String,
+}
 
 /// CREATE or UPDATE.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -76,6 +109,9 @@ pub struct AdmissionRequest {
     pub user: String,
     /// A dry run.
     pub dry_run: bool,
+    /// The subresource the request came through (`scale`), if any: `object` is then the whole
+    /// primary as it would be. Only 0.3 plugins see it.
+    pub subresource: Option<String>,
 }
 
 impl AdmissionRequest {

@@ -161,6 +161,8 @@ mod tests {
             reads,
             finalizes: false,
             validates: false,
+            mutates: vec![],
+            converts: vec![],
         }
     }
 

@@ -25,6 +25,12 @@ pub struct PluginInfo {
     pub finalizes: bool,
     /// The host serves admission for the primary kind and calls `validate`.
     pub validates: bool,
+    /// Dotted paths `mutate` may change (0.3; empty: the plugin does not mutate).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub mutates: Vec<String>,
+    /// Versions of the primary's CRD `convert` converts between (0.3; empty: it does not convert).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub converts: Vec<String>,
 }
 
 /// Every plugin's field manager starts so (the cache keeps these managers' status entries).
@@ -62,7 +68,31 @@ impl PluginInfo {
                  objects when a primary goes (set finalizes and delete them in finalize)"
             ));
         }
+        for path in &self.mutates {
+            check_mutable_path(path)?;
+        }
+        if !self.converts.is_empty() {
+            if self.converts.len() < 2 || !self.converts.contains(&self.primary.version) {
+                return Err(format!(
+                    "converts {:?} must list at least two versions, the primary's {} among them",
+                    self.converts, self.primary.version
+                ));
+            }
+            if let Some(v) = self.converts.iter().find(|v| !is_dns_label(v)) {
+                return Err(format!("converts: {v:?} is not a version name"));
+            }
+        }
         Ok(())
+    }
+
+    /// Whether the plugin serves `mutate`.
+    pub fn mutates(&self) -> bool {
+        !self.mutates.is_empty()
+    }
+
+    /// Whether the plugin serves `convert`.
+    pub fn converts(&self) -> bool {
+        !self.converts.is_empty()
     }
 
     /// Field manager used for every write of this plugin.
@@ -89,6 +119,26 @@ impl PluginInfo {
     pub fn finalizer(&self) -> String {
         format!("{}{}", super::finalize::FINALIZER_PREFIX, self.name)
     }
+}
+
+/// A path `mutate` may declare: dotted field names (`spec.replicas`, `metadata.labels`), never the
+/// object's identity or its status (the host owns status; identity must not change at admission).
+fn check_mutable_path(path: &str) -> Result<(), String> {
+    if path.is_empty() || path.len() > 256 || path.split('.').any(str::is_empty) {
+        return Err(format!("mutates: {path:?} is not a dotted field path such as spec.replicas"));
+    }
+    let fixed = ["apiVersion", "kind", "metadata", "metadata.name", "metadata.namespace", "metadata.uid", "status"];
+    let under = |p: &str| path == p || path.starts_with(&format!("{p}."));
+    if fixed.iter().any(|f| path == *f)
+        || ["metadata.name", "metadata.namespace", "metadata.uid", "metadata.resourceVersion", "status"]
+            .iter()
+            .any(|p| under(p))
+    {
+        return Err(format!(
+            "mutates: {path:?} may not be changed at admission (identity, metadata as a whole, status)"
+        ));
+    }
+    Ok(())
 }
 
 /// RFC 1123 label.

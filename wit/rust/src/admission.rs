@@ -26,6 +26,30 @@ pub struct Admission<P> {
     pub user: String,
     /// A dry run (nothing will be stored either way).
     pub dry_run: bool,
+    /// The subresource the request came through (`scale` for `kubectl scale`): `object` is then
+    /// the whole primary as it would be, with the new count.
+    pub subresource: Option<String>,
+}
+
+/// What `mutate` answers: the whole object as it should be stored, and warnings for the client.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mutation {
+    /// The object (with the defaults set).
+    pub object: serde_json::Value,
+    /// Warnings (kubectl prints them).
+    pub warnings: Vec<String>,
+}
+
+impl Mutation {
+    /// The object as it should be stored.
+    pub fn new(object: serde_json::Value) -> Self {
+        Mutation { object, warnings: Vec::new() }
+    }
+    /// With a warning for the client.
+    pub fn warn(mut self, warning: impl Into<String>) -> Self {
+        self.warnings.push(warning.into());
+        self
+    }
 }
 
 /// Why an object is refused: kubectl prints `field: message` (or the message alone).
@@ -75,5 +99,6 @@ pub(crate) fn from_wit<P: DeserializeOwned>(req: wit::AdmissionRequest) -> Resul
         old: req.old_object.as_deref().map(parse).transpose()?,
         user: req.user,
         dry_run: req.dry_run,
+        subresource: req.subresource,
     })
 }

@@ -51,14 +51,20 @@ impl Context {
 
     fn cache_get(&self, gvk: &Gvk, namespace: Option<&str>, name: &str) -> Option<String> {
         match &self.source {
-            Source::Host => cache::get(&gvk.wit(), namespace, name),
+            Source::Host => cache::get(&gvk.wit(), None, namespace, name).unwrap_or_else(|e| {
+                refused(gvk, &e);
+                None
+            }),
             Source::Fake { cache, namespace: primary } => cache.get(gvk, namespace.or(primary.as_deref()), name),
         }
     }
 
     fn cache_query(&self, gvk: &Gvk, namespace: Option<&str>, selector: Option<&str>) -> Vec<String> {
         match &self.source {
-            Source::Host => cache::query(&gvk.wit(), namespace, selector),
+            Source::Host => cache::query(&gvk.wit(), None, namespace, selector).unwrap_or_else(|e| {
+                refused(gvk, &e);
+                Vec::new()
+            }),
             Source::Fake { cache, .. } => cache.query(gvk, namespace, selector),
         }
     }
@@ -100,6 +106,17 @@ impl Context {
     pub fn owned_json(&self) -> Vec<Value> {
         self.owned.iter().filter_map(|t| serde_json::from_str(t).ok()).collect()
     }
+}
+
+/// A read the host refused: it answers nothing, and the host's reason goes to the log (where a
+/// plugin's author looks when a read comes back empty).
+fn refused(gvk: &Gvk, e: &cache::ReadError) {
+    let why = match e {
+        cache::ReadError::Forbidden(m) => format!("forbidden: {m}"),
+        cache::ReadError::Unavailable(m) => format!("unavailable: {m}"),
+        cache::ReadError::Invalid(m) => format!("invalid: {m}"),
+    };
+    log::warn(&format!("read of {}/{} answered nothing: {why}", gvk.group, gvk.kind));
 }
 
 pub(crate) fn parse<T: DeserializeOwned>(text: &str, gvk: &Gvk) -> Option<T> {

@@ -1,5 +1,6 @@
 //! kwop-guest: write a kwop reconcile plugin in Rust without touching the WIT bindings. Plugins
-//! built with it implement `kwop:reconciler@0.2.0` (`wit/v0.2/reconciler.wit`).
+//! built with it implement `kwop:reconciler@0.3.0` (`wit/v0.3/reconciler.wit`); a kwop host older
+//! than 0.3 does not load them (build with an older kwop-guest for such a host).
 //!
 //! ```ignore
 //! use kwop_guest::{Context, Event, Failure, Gvk, Info, Outcome, Reconciler};
@@ -31,12 +32,16 @@
 //! A plugin that must clean up when its primary is deleted declares [`Info::finalizes`] and
 //! implements [`Reconciler::finalize`]; objects it keeps in other namespaces are declared with
 //! [`Info::owns_across_namespaces`]. Status conditions: [`conditions`].
+//!
+//! Admission: [`Reconciler::validate`] refuses, [`Reconciler::mutate`] sets defaults (declare the
+//! fields with [`Info::mutates`]), [`Reconciler::convert`] converts between versions of the
+//! primary's CRD (declare them with [`Info::converts`]).
 
 #[doc(hidden)]
 #[allow(unsafe_code, missing_docs, clippy::too_many_arguments)]
 pub mod bindings {
     wit_bindgen::generate!({
-        path: "../v0.2/reconciler.wit",
+        path: "../v0.3/reconciler.wit",
         world: "reconciler",
         pub_export_macro: true,
         export_macro_name: "__export_reconciler",
@@ -56,7 +61,7 @@ mod outcome;
 pub mod testing;
 mod time;
 
-pub use admission::{Admission, Operation, Violation};
+pub use admission::{Admission, Mutation, Operation, Violation};
 pub use context::Context;
 pub use outcome::{Failure, Finalize, Outcome};
 pub use time::Time;
@@ -103,6 +108,8 @@ pub struct Info {
     reads: Vec<Gvk>,
     finalizes: bool,
     validates: bool,
+    mutates: Vec<String>,
+    converts: Vec<String>,
 }
 
 impl Info {
@@ -116,6 +123,8 @@ impl Info {
             reads: vec![],
             finalizes: false,
             validates: false,
+            mutates: vec![],
+            converts: vec![],
         }
     }
     /// Adds a kind the plugin creates and controls, in its primary's namespace (for a
@@ -148,6 +157,20 @@ impl Info {
     /// admission calls [`Reconciler::validate`] for every CREATE and UPDATE of one.
     pub fn validates(mut self) -> Self {
         self.validates = true;
+        self
+    }
+    /// The plugin sets defaults before the API server stores a primary: a host serving admission
+    /// calls [`Reconciler::mutate`] for every CREATE and UPDATE, and refuses a mutation that
+    /// changes anything but these dotted paths (`spec.replicas`; a path covers what is under it).
+    pub fn mutates(mut self, path: &str) -> Self {
+        self.mutates.push(path.into());
+        self
+    }
+    /// The plugin converts its primary between these versions of the CRD (the primary's version
+    /// among them): where an admin grants it the CRD's conversion, the API server calls
+    /// [`Reconciler::convert`] whenever it reads or writes one version as another.
+    pub fn converts(mut self, versions: &[&str]) -> Self {
+        self.converts = versions.iter().map(|v| v.to_string()).collect();
         self
     }
     /// The plugin's name.
@@ -219,6 +242,7 @@ impl Event {
             },
             reason: self.reason,
             message: self.message,
+            regarding: None,
         }
     }
 }
@@ -295,6 +319,23 @@ pub trait Reconciler {
         let _ = (req, ctx);
         Ok(Vec::new())
     }
+    /// Sets defaults on a primary the API server is about to store; called only if the plugin
+    /// declared [`Info::mutates`]. Return the whole object as it should be stored
+    /// ([`Mutation::new`]; the host computes the patch and refuses changes outside the declared
+    /// paths) or violations to refuse it. The object is untyped so that fields your primary
+    /// type does not know are kept. The default changes nothing.
+    fn mutate(req: Admission<serde_json::Value>, ctx: &Context) -> Result<Mutation, Vec<Violation>> {
+        let _ = ctx;
+        Ok(Mutation::new(req.object))
+    }
+    /// Converts one object of the primary's CRD to `api_version` (`group/version`); called only
+    /// if the plugin declared [`Info::converts`]. Return the converted object (its `metadata`
+    /// untouched, `apiVersion` set to the one asked), or why it cannot be converted. A
+    /// conversion must round-trip: A → B → A gives A back (the host checks). The default refuses.
+    fn convert(object: serde_json::Value, api_version: &str) -> Result<serde_json::Value, String> {
+        let _ = object;
+        Err(format!("this plugin does not convert (asked for {api_version})"))
+    }
 }
 
 fn to_failure(f: Failure) -> bindings::Failure {
@@ -307,7 +348,9 @@ fn parse_primary<R: Reconciler>(req: &bindings::Request) -> Result<R::Primary, b
 }
 
 fn deletes(list: Vec<Delete>) -> Vec<wit::ObjectRef> {
-    list.into_iter().map(|d| wit::ObjectRef { gvk: d.gvk.wit(), namespace: d.namespace, name: d.name }).collect()
+    list.into_iter()
+        .map(|d| wit::ObjectRef { gvk: d.gvk.wit(), cluster: None, namespace: d.namespace, name: d.name })
+        .collect()
 }
 
 #[doc(hidden)]
@@ -317,21 +360,31 @@ pub fn __info<R: Reconciler>() -> bindings::PluginInfo {
         name: i.name,
         version: i.version,
         primary: i.primary.wit(),
-        owns: i.owns.iter().map(|(g, across)| wit::OwnedKind { kind: g.wit(), across_namespaces: *across }).collect(),
-        reads: i.reads.iter().map(Gvk::wit).collect(),
+        owns: i
+            .owns
+            .iter()
+            .map(|(g, across)| wit::OwnedKind { kind: g.wit(), across_namespaces: *across, across_clusters: false })
+            .collect(),
+        reads: i.reads.iter().map(|g| wit::ReadKind { kind: g.wit(), across_clusters: false }).collect(),
+        descendants: vec![],
+        connects: vec![],
         finalizes: i.finalizes,
         validates: i.validates,
+        mutates: i.mutates,
+        converts: i.converts,
     }
 }
 
 #[doc(hidden)]
 pub fn __reconcile<R: Reconciler>(req: bindings::Request) -> Result<bindings::Outcome, bindings::Failure> {
     let primary = parse_primary::<R>(&req)?;
-    let ctx = Context::host(req.owned, Time::from_wit(&req.now));
+    let ctx = Context::host(req.owned.into_iter().map(|o| o.object).collect(), Time::from_wit(&req.now));
     let o = R::reconcile(primary, &ctx).map_err(to_failure)?;
     Ok(bindings::Outcome {
-        apply: o.apply,
+        apply: o.apply.into_iter().map(|object| wit::Intent { object, cluster: None }).collect(),
         delete: deletes(o.delete),
+        label: vec![],
+        generate: vec![],
         status: o.status,
         events: o.events.into_iter().map(Event::wit).collect(),
         requeue_after_ms: o.requeue_after_ms,
@@ -341,10 +394,11 @@ pub fn __reconcile<R: Reconciler>(req: bindings::Request) -> Result<bindings::Ou
 #[doc(hidden)]
 pub fn __finalize<R: Reconciler>(req: bindings::Request) -> Result<bindings::FinalizeOutcome, bindings::Failure> {
     let primary = parse_primary::<R>(&req)?;
-    let ctx = Context::host(req.owned, Time::from_wit(&req.now));
+    let ctx = Context::host(req.owned.into_iter().map(|o| o.object).collect(), Time::from_wit(&req.now));
     let f = R::finalize(primary, &ctx).map_err(to_failure)?;
     Ok(bindings::FinalizeOutcome {
         delete: deletes(f.delete),
+        label: vec![],
         status: f.status,
         events: f.events.into_iter().map(Event::wit).collect(),
         done: f.done,
@@ -358,6 +412,26 @@ pub fn __validate<R: Reconciler>(req: bindings::AdmissionRequest) -> Result<Vec<
     let req = admission::from_wit::<R::Primary>(req).map_err(|v| vec![v.wit()])?;
     let ctx = Context::host(Vec::new(), now);
     R::validate(req, &ctx).map_err(|vs| vs.into_iter().map(Violation::wit).collect())
+}
+
+#[doc(hidden)]
+pub fn __mutate<R: Reconciler>(
+    req: bindings::AdmissionRequest,
+) -> Result<bindings::Mutation, Vec<bindings::Violation>> {
+    let now = Time::from_wit(&req.now);
+    let req = admission::from_wit::<serde_json::Value>(req).map_err(|v| vec![v.wit()])?;
+    let ctx = Context::host(Vec::new(), now);
+    let m = R::mutate(req, &ctx).map_err(|vs| vs.into_iter().map(Violation::wit).collect::<Vec<_>>())?;
+    let object = serde_json::to_string(&m.object).map_err(|e| vec![Violation::object(e.to_string()).wit()])?;
+    Ok(bindings::Mutation { object, warnings: m.warnings })
+}
+
+#[doc(hidden)]
+pub fn __convert<R: Reconciler>(req: bindings::ConversionRequest) -> Result<String, String> {
+    let object: serde_json::Value =
+        serde_json::from_str(&req.object).map_err(|e| format!("the object does not parse: {e}"))?;
+    let out = R::convert(object, &req.desired_api_version)?;
+    serde_json::to_string(&out).map_err(|e| e.to_string())
 }
 
 /// Exports a [`Reconciler`] as the plugin's WIT world.
@@ -382,6 +456,14 @@ macro_rules! export {
                 req: $crate::bindings::AdmissionRequest,
             ) -> Result<Vec<String>, Vec<$crate::bindings::Violation>> {
                 $crate::__validate::<$t>(req)
+            }
+            fn mutate(
+                req: $crate::bindings::AdmissionRequest,
+            ) -> Result<$crate::bindings::Mutation, Vec<$crate::bindings::Violation>> {
+                $crate::__mutate::<$t>(req)
+            }
+            fn convert(req: $crate::bindings::ConversionRequest) -> Result<String, String> {
+                $crate::__convert::<$t>(req)
             }
         }
         $crate::bindings::__export_reconciler!(__KwopGuest with_types_in $crate::bindings);

@@ -202,10 +202,42 @@ pub fn validate<R: Reconciler>(
         old: old.map(parse).transpose()?,
         user: "tester".into(),
         dry_run: false,
+        subresource: None,
     };
     // What the request owns does not matter to admission: nothing is written.
     let ctx = Context::fake(cache, meta(object, "namespace"), "").at(Time::EXAMPLE);
     R::validate(req, &ctx)
+}
+
+/// One `mutate` as the host would run it (the host also refuses changes outside the declared
+/// paths; `kwop plugin test` checks that offline).
+pub fn mutate<R: Reconciler>(
+    object: &Value,
+    old: Option<&Value>,
+    cache: FakeCache,
+) -> Result<crate::Mutation, Vec<Violation>> {
+    let req = Admission {
+        operation: if old.is_some() { Operation::Update } else { Operation::Create },
+        object: object.clone(),
+        old: old.cloned(),
+        user: "tester".into(),
+        dry_run: false,
+        subresource: None,
+    };
+    let ctx = Context::fake(cache, meta(object, "namespace"), "").at(Time::EXAMPLE);
+    R::mutate(req, &ctx)
+}
+
+/// Converts `object` to `api_version` and back, as the host checks a conversion: `Ok` with the
+/// converted object only if the round trip gives `object` back.
+pub fn round_trip<R: Reconciler>(object: &Value, api_version: &str) -> Result<Value, String> {
+    let there = R::convert(object.clone(), api_version)?;
+    let from = object.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
+    let back = R::convert(there.clone(), from)?;
+    if &back != object {
+        return Err(format!("converting to {api_version} and back to {from} changed the object: {back} != {object}"));
+    }
+    Ok(there)
 }
 
 fn prepare<R: Reconciler>(primary: &Value, cache: FakeCache, now: Time) -> Result<(R::Primary, Context), Failure> {

@@ -94,6 +94,8 @@ fn info() -> PluginInfo {
         reads: vec![],
         finalizes: false,
         validates: false,
+        mutates: vec![],
+        converts: vec![],
     }
 }
 
