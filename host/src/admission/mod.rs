@@ -16,6 +16,7 @@
 pub mod certs;
 pub mod decide;
 pub mod server;
+mod validate;
 pub mod webhooks;
 
 use crate::plugin::LoadedPlugin;
@@ -127,7 +128,7 @@ pub async fn start(
     Ok(registry)
 }
 
-/// One plugin that validates, as admission sees it.
+/// One plugin admission serves (it validates, mutates or converts), as admission sees it.
 pub struct Validating {
     /// The file or `reconcilerplugin/<name>` it came from.
     pub key: String,
@@ -219,7 +220,7 @@ impl Registry {
         self.changed.subscribe()
     }
 
-    /// Replaces the set with `offers` (only plugins that declare `validates` are kept). A new
+    /// Replaces the set with `offers` (only plugins that validate, mutate or convert are kept). A new
     /// version of a plugin with the same kinds keeps its caches; new kinds are resolved and held
     /// first, so a request never meets a plugin without its caches. Kinds that cannot be resolved
     /// leave that plugin out (logged) until the next offer.
@@ -227,7 +228,8 @@ impl Registry {
         let _one = self.update.lock().await;
         let old = self.plugins.load_full();
         let mut next = BTreeMap::new();
-        for o in offers.into_iter().filter(|o| o.plugin.info.validates) {
+        let served = |i: &crate::vocab::PluginInfo| i.validates || i.mutates() || i.converts();
+        for o in offers.into_iter().filter(|o| served(&o.plugin.info)) {
             let name = o.plugin.info.name.clone();
             let policy = o.failure_policy.unwrap_or(self.config.failure_policy);
             let same = old.get(&name).filter(|v| v.plugin.info.same_kinds(&o.plugin.info));
@@ -255,7 +257,7 @@ impl Registry {
             next.len() != old.len() || next.iter().any(|(k, v)| old.get(k).is_none_or(|o| !Arc::ptr_eq(o, v)));
         if differs {
             let names: Vec<&String> = next.keys().collect();
-            tracing::info!(plugins = ?names, "admission: plugins that validate");
+            tracing::info!(plugins = ?names, "admission: plugins served (validate, mutate, convert)");
             self.plugins.store(Arc::new(next));
             self.changed.send_modify(|n| *n += 1);
         }

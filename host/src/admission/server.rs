@@ -13,22 +13,16 @@
 //! for the object's reconcile): a caller other than the API server could choose it, unless callers are authenticated.
 
 use super::certs::Resolver;
-use super::decide::{self, Verdict};
 use super::Registry;
-use crate::plugin::{AdmissionRequest, CacheView, CallSpec, Operation};
 use crate::telemetry::Metrics;
-use crate::watch::view::RecordingCache;
-use axum::extract::{Path, Request, State};
-use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
-use kube::core::admission::{self, AdmissionResponse, AdmissionReview};
-use kube::core::DynamicObject;
+use kube::core::admission::AdmissionResponse;
 use rustls::pki_types::CertificateDer;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tokio_rustls::server::TlsStream;
@@ -46,16 +40,20 @@ pub const MAX_IN_FLIGHT: usize = 16;
 pub const UNKNOWN: &str = "(unknown)";
 
 #[derive(Clone)]
-struct AppState {
-    registry: Arc<Registry>,
-    metrics: Arc<Metrics>,
-    in_flight: Arc<Semaphore>,
+pub(super) struct AppState {
+    pub(super) registry: Arc<Registry>,
+    pub(super) metrics: Arc<Metrics>,
+    pub(super) in_flight: Arc<Semaphore>,
 }
 
 /// The webhook's routes.
 pub fn router(registry: Arc<Registry>, metrics: Arc<Metrics>) -> Router {
     let in_flight = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
-    Router::new().route("/validate/{plugin}", post(validate)).with_state(AppState { registry, metrics, in_flight })
+    Router::new().route("/validate/{plugin}", post(super::validate::handle)).with_state(AppState {
+        registry,
+        metrics,
+        in_flight,
+    })
 }
 
 /// Serves the webhook on `addr` until `shutdown`, with certificates from `resolver`.
@@ -196,137 +194,6 @@ impl axum::serve::Listener for TlsListener {
     }
 }
 
-fn respond(resp: AdmissionResponse) -> Response {
+pub(super) fn respond(resp: AdmissionResponse) -> Response {
     Json(resp.into_review()).into_response()
-}
-
-async fn validate(State(s): State<AppState>, Path(name): Path<String>, request: Request) -> Response {
-    let started = Instant::now();
-    let timeout = s.registry.config().timeout;
-    // The path is the caller's: a metric label only once it names a plugin that validates here.
-    let label = if s.registry.get(&name).is_some() { name.as_str() } else { UNKNOWN };
-    let Ok(Ok(_slot)) = tokio::time::timeout(timeout, s.in_flight.clone().acquire_owned()).await else {
-        s.metrics.admission.get_or_create(&Metrics::result_labels(label, "busy")).inc();
-        return (StatusCode::SERVICE_UNAVAILABLE, "the webhook is busy").into_response();
-    };
-    let body = match axum::body::to_bytes(request.into_body(), MAX_BODY).await {
-        Ok(b) => b,
-        Err(e) => {
-            return (StatusCode::PAYLOAD_TOO_LARGE, format!("body not read (at most {MAX_BODY} bytes): {e}"))
-                .into_response()
-        }
-    };
-    let review: AdmissionReview<DynamicObject> = match serde_json::from_slice(&body) {
-        Ok(r) => r,
-        Err(e) => {
-            let msg = format!("not an AdmissionReview: {e}");
-            return (StatusCode::BAD_REQUEST, Json(AdmissionResponse::invalid(msg).into_review())).into_response();
-        }
-    };
-    let req: admission::AdmissionRequest<DynamicObject> = match review.try_into() {
-        Ok(r) => r,
-        Err(e) => {
-            let msg = format!("an AdmissionReview without a request: {e}");
-            return (StatusCode::BAD_REQUEST, Json(AdmissionResponse::invalid(msg).into_review())).into_response();
-        }
-    };
-    let deadline = tokio::time::Instant::from_std(started) + s.registry.config().call_deadline();
-    // One trace per admission call (when traces are exported): the plugin's call nests in it.
-    let span = tracing::info_span!("admission", plugin = %name, kind = %req.kind.kind, operation = ?req.operation,
-        object = %format!("{}/{}", req.namespace.as_deref().unwrap_or(""), req.name),
-        subresource = req.sub_resource.as_deref().unwrap_or(""), result = tracing::field::Empty);
-    let (verdict, policy_label) =
-        tracing::Instrument::instrument(decide_request(&s.registry, &name, &req, deadline), span.clone()).await;
-    span.record("result", verdict.label());
-    let m = &s.metrics;
-    m.admission.get_or_create(&Metrics::result_labels(label, verdict.label())).inc();
-    m.admission_seconds.get_or_create(&Metrics::plugin(label)).observe(started.elapsed().as_secs_f64());
-    let object = format!("{}/{}", req.namespace.as_deref().unwrap_or(""), req.name);
-    match verdict.label() {
-        "denied" => tracing::info!(plugin = %name, %object, "admission denied: {}", verdict.message()),
-        "error" | "error_ignored" => {
-            tracing::warn!(plugin = %name, %object, policy = policy_label, "admission: {}", verdict.message())
-        }
-        _ => tracing::debug!(plugin = %name, %object, "admission allowed"),
-    }
-    let mut resp = AdmissionResponse::from(&req);
-    if !verdict.warnings.is_empty() {
-        resp.warnings = Some(verdict.warnings.clone());
-    }
-    if !verdict.allowed {
-        resp = resp.deny(verdict.message());
-    }
-    respond(resp)
-}
-
-/// The verdict on one request, and the failure policy it was taken under (for the log).
-async fn decide_request(
-    registry: &Registry,
-    name: &str,
-    req: &admission::AdmissionRequest<DynamicObject>,
-    deadline: tokio::time::Instant,
-) -> (Verdict, &'static str) {
-    let default = registry.config().failure_policy;
-    let Some(v) = registry.get(name) else {
-        // Listed in the webhook configuration but not (or no longer) loaded here.
-        let error = format!("plugin {name} does not validate on this host (not loaded, or no longer validating)");
-        return (decide::verdict(name, Err(crate::plugin::CallError::Instantiate(error)), default), default.as_str());
-    };
-    let policy = v.failure_policy;
-    let operation = match req.operation {
-        admission::Operation::Create => Operation::Create,
-        admission::Operation::Update => Operation::Update,
-        // The webhook is registered for CREATE and UPDATE only.
-        _ => return (Verdict::allow(), policy.as_str()),
-    };
-    // A subresource (status, scale) is not the object's spec: not this webhook's business.
-    if req.sub_resource.is_some() {
-        return (Verdict::allow(), policy.as_str());
-    }
-    let Some(object) = &req.object else {
-        return (Verdict::allow(), policy.as_str());
-    };
-    // An object being deleted is going away: its finalizers must be able to come off.
-    if object.metadata.deletion_timestamp.is_some() {
-        return (Verdict::allow(), policy.as_str());
-    }
-    let ns = req.namespace.clone().filter(|n| !n.is_empty());
-    if !v.plugin.grants.namespaces.acts_on(ns.as_deref()) {
-        return (Verdict::allow(), policy.as_str());
-    }
-    let text = |o: &DynamicObject| {
-        let mut o = o.clone();
-        if o.metadata.namespace.is_none() {
-            o.metadata.namespace = ns.clone();
-        }
-        serde_json::to_string(&o).unwrap_or_default()
-    };
-    let request = AdmissionRequest {
-        operation,
-        object: text(object),
-        old_object: req.old_object.as_ref().map(text),
-        user: req.user_info.username.clone().unwrap_or_default(),
-        dry_run: req.dry_run,
-        subresource: None,
-    };
-    let spec = CallSpec {
-        object: format!("{}/{}", ns.as_deref().unwrap_or(""), req.name),
-        uid: object.metadata.uid.clone().unwrap_or_default(),
-        resource_version: object.metadata.resource_version.clone().unwrap_or_default(),
-        started_at: SystemTime::now(),
-        clock_read: None,
-    };
-    let view = Arc::new(RecordingCache::new(v.caches.clone(), ns, v.plugin.grants.clone()));
-    // The webhook's timeout bounds the whole request: waiting for an instance and the memory
-    // budget included, not only the call.
-    let call = v.plugin.validate(request, spec, view as Arc<dyn CacheView>, Some(registry.config().call_deadline()));
-    let call = tracing::Instrument::instrument(
-        call,
-        tracing::debug_span!("plugin.call", export = "validate", world = %v.plugin.world(), digest = %v.plugin.sha256,
-            duration_ms = tracing::field::Empty, memory_peak_bytes = tracing::field::Empty),
-    );
-    let r = tokio::time::timeout_at(deadline, call).await.unwrap_or_else(|_| {
-        Err(crate::plugin::CallError::Instantiate("no instance free within the webhook's timeout".into()))
-    });
-    (decide::verdict(name, r, policy), policy.as_str())
 }

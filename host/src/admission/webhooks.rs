@@ -35,6 +35,7 @@ pub fn webhook_name(plugin: &str) -> String {
 pub fn desired(config: &AdmissionConfig, plugins: &BTreeMap<String, Arc<Validating>>, ca: Option<&str>) -> Value {
     let webhooks: Vec<Value> = plugins
         .iter()
+        .filter(|(_, v)| v.plugin.info.validates)
         .filter_map(|(name, v)| webhook(config, name, &v.primary, v.failure_policy, &v.plugin.grants.namespaces, ca))
         .collect();
     let mut meta = json!({ "name": config.configuration, "labels": { "app.kubernetes.io/managed-by": "kwop" } });
