@@ -15,6 +15,8 @@
 
 pub mod certs;
 pub mod decide;
+mod mutate;
+pub mod mutation;
 pub mod server;
 mod validate;
 pub mod webhooks;

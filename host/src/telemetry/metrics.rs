@@ -147,6 +147,10 @@ pub struct Metrics {
     pub admission: Family<ResultLabels, Counter>,
     /// Time to answer an admission request.
     pub admission_seconds: Family<PluginLabel, Histogram, fn() -> Histogram>,
+    /// Mutation requests answered, by result.
+    pub mutation: Family<ResultLabels, Counter>,
+    /// Time to answer a mutation request.
+    pub mutation_seconds: Family<PluginLabel, Histogram, fn() -> Histogram>,
     /// Objects a watch received outside this replica's shard (dropped; none when the API server
     /// slices the watch).
     pub shard_outside: Family<KindLabel, Counter>,
@@ -198,6 +202,8 @@ impl Metrics {
             finalize: Family::default(),
             admission: Family::default(),
             admission_seconds: Family::new_with_constructor(seconds_histogram),
+            mutation: Family::default(),
+            mutation_seconds: Family::new_with_constructor(seconds_histogram),
             shard_outside: Family::default(),
             shard_range_ppm: Gauge::default(),
             shard_unheld_ppm: Gauge::default(),
@@ -275,6 +281,12 @@ impl Metrics {
             "Time to answer an admission request",
             m.admission_seconds.clone(),
         );
+        registry.register(
+            "mutation_requests",
+            "Mutation requests answered, by result (mutated, unchanged, denied, error, error_ignored, busy)",
+            m.mutation.clone(),
+        );
+        registry.register("mutation_duration_seconds", "Time to answer a mutation request", m.mutation_seconds.clone());
         registry.register(
             "watch_objects_outside_shard",
             "Objects a watch received outside this replica's shard and dropped (none when the API server slices watches)",
