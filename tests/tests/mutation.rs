@@ -136,3 +136,32 @@ async fn a_mutate_that_traps_loops_or_oversteps_is_refused_under_fail_and_passes
     }
     Ok(())
 }
+
+#[test]
+fn kwop_plugin_mutate_shows_the_patch_offline_and_refuses_an_undeclared_change() -> anyhow::Result<()> {
+    let dir = std::env::temp_dir().join("kwop-test").join(format!("{}-mutate", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let foo = dir.join("foo.yaml");
+    std::fs::write(&foo, "apiVersion: samplecontroller.k8s.io/v1alpha1\nkind: Foo\nmetadata: {name: x, namespace: d}\nspec: {deploymentName: x}\n")?;
+    let (ok, out, err) = kwop(&["plugin", "mutate", plugins::GUEST_FOO, "--object", &foo.display().to_string()]);
+    assert!(ok, "{out}{err}");
+    let v: serde_json::Value = serde_json::from_str(&out)?;
+    assert_eq!(v["patch"], serde_json::json!([{"op": "add", "path": "/spec/replicas", "value": 1}]));
+    assert_eq!(v["object"]["spec"]["replicas"], 1);
+    for (mode, why) in [
+        (
+            "outside",
+            "finalizer's mutation changes spec.validate, which it did not declare (plugin-info.mutates: spec.note)",
+        ),
+        ("rename", "finalizer's mutation changes metadata.name, which no mutation may change"),
+        ("trap", "mutate exploded"),
+    ] {
+        let fin = dir.join(format!("{mode}.yaml"));
+        std::fs::write(&fin, format!("apiVersion: test.kwop.dev/v1\nkind: Fin\nmetadata: {{name: f, namespace: d}}\nspec: {{mutate: {mode}}}\n"))?;
+        let (ok, out, err) = kwop(&["plugin", "mutate", plugins::FINALIZER, "--object", &fin.display().to_string()]);
+        assert!(!ok, "{mode}: {out}");
+        let v: serde_json::Value = serde_json::from_str(&out).map_err(|e| anyhow::anyhow!("{e}: {out}{err}"))?;
+        assert!(v["message"].as_str().is_some_and(|m| m.contains(why)), "{mode}: {out}");
+    }
+    Ok(())
+}

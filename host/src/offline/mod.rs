@@ -11,7 +11,7 @@ mod files;
 mod validate;
 
 pub use files::{collect, load_crds, read_objects};
-pub use validate::validate_offline;
+pub use validate::{mutate_offline, validate_offline};
 
 use crate::outcome::{self, FenceContext, OutcomeLimits};
 use crate::plugin::{LoadedPlugin, PrimaryScope, Request, StaticCache};
