@@ -28,6 +28,12 @@ pub fn guest_foo_v01() -> String {
     crate::repo_root().join("tests/fixtures/plugins/guest-foo-wit-0.1.wasm").display().to_string()
 }
 
+/// guest-foo and the finalizer test plugin as built before `kwop:reconciler@0.3` (kept `.wasm`
+/// files, `tests/fixtures/plugins/README.md`): the host still runs 0.2 plugins unchanged.
+pub fn wit_0_2(plugin: &str) -> String {
+    crate::repo_root().join(format!("tests/fixtures/plugins/{plugin}-wit-0.2.wasm")).display().to_string()
+}
+
 /// A fresh plugin folder holding copies of `plugins` as `(file name, source)`.
 pub fn folder(plugins: &[(&str, &str)]) -> anyhow::Result<PathBuf> {
     static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);

@@ -97,13 +97,34 @@ fn guest_foo_built_for_wit_0_1_still_passes_the_fixtures_unchanged() {
 }
 
 #[test]
+fn guest_foo_built_for_wit_0_2_still_passes_the_fixtures_and_validates_unchanged() {
+    let old = plugins::wit_0_2("guest-foo");
+    let f = fixtures();
+    let mut args = vec!["plugin", "test", old.as_str()];
+    args.extend(BEYOND_SAMPLE_CONTROLLER);
+    args.push(&f);
+    let (code, out, err) = kwop(&args);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("13 passed, 0 failed"), "{out}");
+    let root = kwop_tests::repo_root();
+    let validate = root.join("tests/fixtures/foo-validate").display().to_string();
+    let crd = root.join("crds/foo.yaml").display().to_string();
+    let (code, out, err) = kwop(&["plugin", "test", &old, &validate, "--crd", &crd]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("6 passed, 0 failed"), "{out}");
+}
+
+#[test]
 fn inspect_shows_the_world_and_what_a_plugin_finalizes() {
     let old = plugins::guest_foo_v01();
+    let (foo02, fin02) = (plugins::wit_0_2("guest-foo"), plugins::wit_0_2("finalizer"));
     for (file, world, finalizes) in [
-        (plugins::GUEST_FOO, "kwop:reconciler@0.2.0", false),
-        (plugins::GUEST_FOO_V2, "kwop:reconciler@0.2.0", false),
+        (plugins::GUEST_FOO, "kwop:reconciler@0.3.0", false),
+        (plugins::GUEST_FOO_V2, "kwop:reconciler@0.3.0", false),
+        (foo02.as_str(), "kwop:reconciler@0.2.0", false),
         (old.as_str(), "kwop:reconciler@0.1.0", false),
-        (plugins::FINALIZER, "kwop:reconciler@0.2.0", true),
+        (plugins::FINALIZER, "kwop:reconciler@0.3.0", true),
+        (fin02.as_str(), "kwop:reconciler@0.2.0", true),
         (plugins::CHAOS, "kwop:reconciler@0.1.0", false),
     ] {
         let (code, out, err) = kwop(&["plugin", "inspect", file]);
