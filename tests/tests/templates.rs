@@ -182,7 +182,7 @@ fn a_new_c_plugin_builds_and_passes_its_tests_and_its_fixtures_diff_and_update()
     );
     assert!(text.contains("--update"), "says how to accept the new outcome: {text}");
     let out = run(&dir, KWOP, &["plugin", "test", "--update", "dist/plugin.wasm", "fixtures"]);
-    assert!(out.contains("1 expected.json written"), "{out}");
+    assert!(out.contains("1 written (review them before committing), 2 passed, 0 failed"), "{out}");
     let rewritten: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&expected).expect("rewritten")).expect("json");
     assert_eq!(rewritten, serde_json::from_str::<serde_json::Value>(&good).expect("json"));
