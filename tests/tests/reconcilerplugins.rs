@@ -182,6 +182,9 @@ async fn a_bad_source_keeps_the_last_good_version_says_why_and_recovers() -> any
             s.last_error.unwrap_or_default().contains("keeps running"),
             "{what}: the last good version is named as kept"
         );
+        // Issue 40: the trouble shows in `kubectl get rp`, not only in the conditions.
+        let row = plane.kubectl_output(&["get", "reconcilerplugin", &name, "--no-headers"])?;
+        assert!(row.contains(" True ") && row.contains(&format!("Running, Degraded: {reason}")), "{what}: {row}");
         // v1 keeps reconciling.
         create_foo(&client, &ns, &format!("during-{i}"), &format!("dep-during-{i}"), Some(1)).await?;
         deployment_where(&client, &ns, &format!("dep-during-{i}"), "v1 still reconciles", |d| !is_v2(d)).await?;
@@ -201,6 +204,29 @@ async fn a_bad_source_keeps_the_last_good_version_says_why_and_recovers() -> any
     })
     .await?;
     deployment_where(&client, &ns, "dep-during-0", "v2 took over", is_v2).await?;
+    // The story as Events on the ReconcilerPlugin (`kubectl describe rp`).
+    let events = wait::until("the ReconcilerPlugin's events", Duration::from_secs(30), || async {
+        let all = Api::<k8s_openapi::api::events::v1::Event>::namespaced(client.clone(), "default")
+            .list(&Default::default())
+            .await
+            .map_err(|e| e.to_string())?;
+        let mine: Vec<(String, String, String)> = all
+            .items
+            .into_iter()
+            .filter(|e| e.regarding.as_ref().is_some_and(|r| r.name.as_deref() == Some(name.as_str())))
+            .map(|e| (e.type_.unwrap_or_default(), e.reason.unwrap_or_default(), e.note.unwrap_or_default()))
+            .collect();
+        Ok(mine.iter().any(|e| e.1 == "Swapped").then_some(mine))
+    })
+    .await?;
+    let has = |type_: &str, reason: &str, note: &str| {
+        events.iter().any(|e| e.0 == type_ && e.1 == reason && e.2.contains(note))
+    };
+    assert!(has("Warning", "Degraded", "NotFound"), "{events:?}");
+    assert!(has("Warning", "Degraded", "Unreachable"), "{events:?}");
+    assert!(has("Normal", "Recovered", ""), "{events:?}");
+    assert!(has("Normal", "Swapped", &format!("component {v2}; was {v1}")), "{events:?}");
+    assert!(has("Normal", "Pulled", "guest-foo@sha256:"), "{events:?}");
     Ok(())
 }
 
