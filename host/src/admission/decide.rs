@@ -103,20 +103,22 @@ pub fn verdict(plugin: &str, r: Result<RawValidate, CallError>, policy: FailureP
                 .collect(),
             error: None,
         },
-        Err(e) => {
-            let error = format!("{plugin} could not validate the object: {e}");
-            match policy {
-                FailurePolicy::Fail => {
-                    Verdict { allowed: false, warnings: vec![], violations: vec![], error: Some(error) }
-                }
-                FailurePolicy::Ignore => Verdict {
-                    allowed: true,
-                    warnings: vec![truncate(&format!("{error} (allowed: failure policy Ignore)"), MAX_WARNING)],
-                    violations: vec![],
-                    error: Some(error),
-                },
-            }
-        }
+        Err(e) => failure(format!("{plugin} could not validate the object: {e}"), policy),
+    }
+}
+
+/// The verdict when no answer could be had (the plugin failed, or the host could not put the
+/// request to it — a scale request whose primary cannot be read): `error` says what went wrong;
+/// `Fail` refuses with it, `Ignore` allows with it as a warning.
+pub fn failure(error: String, policy: FailurePolicy) -> Verdict {
+    match policy {
+        FailurePolicy::Fail => Verdict { allowed: false, warnings: vec![], violations: vec![], error: Some(error) },
+        FailurePolicy::Ignore => Verdict {
+            allowed: true,
+            warnings: vec![truncate(&format!("{error} (allowed: failure policy Ignore)"), MAX_WARNING)],
+            violations: vec![],
+            error: Some(error),
+        },
     }
 }
 

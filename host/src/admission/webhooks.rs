@@ -1,5 +1,6 @@
 //! The ValidatingWebhookConfiguration the host keeps: one webhook per plugin that validates, for
-//! CREATE and UPDATE of its primary kind (in the namespaces it is granted), pointing at this
+//! CREATE and UPDATE of its primary kind and UPDATE of its `/scale` (in the namespaces it is
+//! granted), pointing at this
 //! host's Service (or URL) with the CA the API server must trust. Written by the leader with
 //! server-side apply whenever the plugins, their policies or the CA change, and every minute
 //! (a hand edit is put back); a plugin that goes loses its webhook. The configuration stays when
@@ -78,13 +79,7 @@ fn webhook(
         "matchPolicy": "Equivalent",
         "timeoutSeconds": config.timeout.as_secs().clamp(1, 30),
         "clientConfig": client,
-        "rules": [{
-            "apiGroups": [p.gvk.group],
-            "apiVersions": [p.gvk.version],
-            "resources": [p.resource.plural],
-            "operations": ["CREATE", "UPDATE"],
-            "scope": if p.namespaced { "Namespaced" } else { "Cluster" },
-        }],
+        "rules": rules(p),
     });
     // Only where the plugin acts: its granted namespaces, within the one the host watches.
     let granted: Option<Vec<&String>> = match granted {
@@ -106,6 +101,31 @@ fn webhook(
         }] });
     }
     Some(hook)
+}
+
+/// What a plugin's webhook is called for: CREATE and UPDATE of its primary, and UPDATE of its
+/// `/scale` (`kubectl scale`; the API server sends a Scale, the host composes the primary as it
+/// would be, see [`super::scale`]) — listed even if the CRD has no scale subresource, it then
+/// matches nothing. `/status` is not listed: the host writes status itself, and a status write
+/// changes nothing a plugin validates.
+pub fn rules(p: &Resolved) -> Value {
+    let scope = if p.namespaced { "Namespaced" } else { "Cluster" };
+    json!([
+        {
+            "apiGroups": [p.gvk.group],
+            "apiVersions": [p.gvk.version],
+            "resources": [p.resource.plural],
+            "operations": ["CREATE", "UPDATE"],
+            "scope": scope,
+        },
+        {
+            "apiGroups": [p.gvk.group],
+            "apiVersions": [p.gvk.version],
+            "resources": [format!("{}/scale", p.resource.plural)],
+            "operations": ["UPDATE"],
+            "scope": scope,
+        },
+    ])
 }
 
 /// Keeps the configuration current while this replica leads, until `stop`.
@@ -184,6 +204,19 @@ mod tests {
         assert_eq!(h["timeoutSeconds"], 30, "clamped to the API server's limit");
         assert_eq!(h["rules"][0]["resources"], json!(["foos"]));
         assert_eq!(h["rules"][0]["operations"], json!(["CREATE", "UPDATE"]));
+        assert_eq!(h["rules"][1]["resources"], json!(["foos/scale"]), "kubectl scale is validated too");
+        assert_eq!(h["rules"][1]["operations"], json!(["UPDATE"]));
+        assert_eq!(h["rules"][1]["scope"], "Namespaced");
+        let listed: Vec<&Value> = h["rules"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|r| r["resources"].as_array().into_iter().flatten())
+            .collect();
+        assert!(
+            !listed.iter().any(|r| r.as_str().is_some_and(|r| r.ends_with("/status"))),
+            "status is the host's own: {listed:?}"
+        );
         assert_eq!(h["clientConfig"]["service"]["path"], "/validate/guest-foo");
         assert_eq!(h["clientConfig"]["caBundle"], base64::engine::general_purpose::STANDARD.encode("CA"));
         assert!(h.get("namespaceSelector").is_none(), "every namespace");

@@ -49,6 +49,7 @@ pub fn validate_offline(
         old_object: old.map(|o| o.to_string()),
         user: "kwop-plugin-validate".into(),
         dry_run: false,
+        subresource: None,
     };
     let verdict = decide::verdict(&p.info.name, p.validate_with(&req, spec, Arc::new(view)), FailurePolicy::Fail);
     (verdict.to_json(), verdict.allowed)

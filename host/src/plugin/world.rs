@@ -76,6 +76,10 @@ pub struct AdmissionRequest {
     pub user: String,
     /// A dry run.
     pub dry_run: bool,
+    /// The subresource asked for: `Some("scale")` when the request came through `/scale` (then
+    /// `object` is the whole primary with the Scale's replicas written in). The 0.2 WIT has no
+    /// such field: `to_wit` leaves it out.
+    pub subresource: Option<String>,
 }
 
 impl AdmissionRequest {

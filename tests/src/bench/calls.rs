@@ -99,6 +99,7 @@ pub fn admission() -> kwop::plugin::AdmissionRequest {
         old_object: None,
         user: "bench".into(),
         dry_run: false,
+        subresource: None,
     }
 }
 
