@@ -80,7 +80,7 @@ pub fn verdict(plugin: &str, r: Result<RawValidate, CallError>, policy: FailureP
     match r {
         Ok(Ok(warnings)) => Verdict {
             allowed: true,
-            warnings: warnings.iter().take(MAX_WARNINGS).map(|w| truncate(w, MAX_WARNING)).collect(),
+            warnings: warnings.iter().take(MAX_WARNINGS).map(|w| warning(w.as_str())).collect(),
             violations: vec![],
             error: None,
         },
@@ -115,11 +115,18 @@ pub fn failure(error: String, policy: FailurePolicy) -> Verdict {
         FailurePolicy::Fail => Verdict { allowed: false, warnings: vec![], violations: vec![], error: Some(error) },
         FailurePolicy::Ignore => Verdict {
             allowed: true,
-            warnings: vec![truncate(&format!("{error} (allowed: failure policy Ignore)"), MAX_WARNING)],
+            warnings: vec![warning(&format!("{error} (allowed: failure policy Ignore)"))],
             violations: vec![],
             error: Some(error),
         },
     }
+}
+
+/// A warning as the API server passes it on: one line (it drops a warning holding a control
+/// character, such as the newline of a trap's message, without a word), at most [`MAX_WARNING`].
+fn warning(text: &str) -> String {
+    let line: String = text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+    truncate(&line, MAX_WARNING)
 }
 
 #[cfg(test)]
@@ -150,12 +157,15 @@ mod tests {
 
     #[test]
     fn a_plugin_that_cannot_answer_is_refused_under_fail_and_allowed_under_ignore() {
-        let trap = || Err(CallError::Trap("unreachable executed".into()));
+        let trap = || Err(CallError::Trap("unreachable executed\n(wasm trap: unreachable)".into()));
         let fail = verdict("p", trap(), FailurePolicy::Fail);
         assert!(!fail.allowed && fail.message().contains("p could not validate the object: plugin trapped"));
         assert_eq!(fail.label(), "error");
         let ignore = verdict("p", trap(), FailurePolicy::Ignore);
         assert!(ignore.allowed && ignore.warnings[0].contains("failure policy Ignore"));
+        assert!(!ignore.warnings[0].contains('\n'), "the API server drops a warning of two lines");
+        let warned = verdict("p", Ok(Ok(vec!["two\nlines\r\tand a tab".into()])), FailurePolicy::Fail);
+        assert_eq!(warned.warnings, vec!["two lines  and a tab".to_string()]);
         assert_eq!(ignore.label(), "error_ignored");
     }
 }
