@@ -34,7 +34,7 @@ pub enum ScaleError {
         object: String,
         /// What the API server said.
         #[source]
-        source: kube::Error,
+        source: Box<kube::Error>,
     },
     /// The CustomResourceDefinition could not be read.
     #[error("cannot read the CustomResourceDefinition {crd}: {source}")]
@@ -43,7 +43,7 @@ pub enum ScaleError {
         crd: String,
         /// What the API server said.
         #[source]
-        source: kube::Error,
+        source: Box<kube::Error>,
     },
     /// The CRD has no scale subresource for the primary's version.
     #[error("the CustomResourceDefinition {crd} has no scale subresource (subresources.scale.specReplicasPath) for version {version}")]
@@ -63,7 +63,7 @@ pub enum ScaleError {
     },
     /// The Scale's `spec.replicas` is not an integer.
     #[error("the Scale's spec.replicas is not an integer: {0}")]
-    Replicas(Value),
+    Replicas(String),
     /// The stored object holds something other than an integer (or an object on the way) where
     /// the replicas go.
     #[error("the stored object has {found} at {at}, where {path} needs {wants}")]
@@ -72,8 +72,8 @@ pub enum ScaleError {
         path: String,
         /// Where along it.
         at: String,
-        /// What was found there.
-        found: Value,
+        /// What was found there (as JSON, shortened).
+        found: String,
         /// What was needed.
         wants: &'static str,
     },
@@ -113,7 +113,7 @@ impl ReplicasPath {
         let shape = |at: &[String], found: &Value, wants| ScaleError::Shape {
             path: self.text(),
             at: format!(".{}", at.join(".")),
-            found: found.clone(),
+            found: shown(found),
             wants,
         };
         let (last, parents) = self.0.split_last().ok_or_else(|| shape(&[], &Value::Null, "a field"))?;
@@ -142,8 +142,13 @@ impl ReplicasPath {
 pub fn replicas_of(scale: &DynamicObject) -> Result<i64, ScaleError> {
     match scale.data.pointer("/spec/replicas") {
         None | Some(Value::Null) => Ok(0),
-        Some(v) => v.as_i64().ok_or_else(|| ScaleError::Replicas(v.clone())),
+        Some(v) => v.as_i64().ok_or_else(|| ScaleError::Replicas(shown(v))),
     }
+}
+
+/// A value in a message: its JSON, at most 100 characters.
+fn shown(v: &Value) -> String {
+    crate::outcome::decode::truncate(&v.to_string(), 100)
 }
 
 /// The stored primary with `replicas` written at `path`.
@@ -181,7 +186,7 @@ impl ReplicasPaths {
             Some(".spec.replicas".to_string())
         } else {
             let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-            let c = api.get_opt(&crd).await.map_err(|source| ScaleError::Crd { crd: crd.clone(), source })?;
+            let c = api.get_opt(&crd).await.map_err(|e| ScaleError::Crd { crd: crd.clone(), source: Box::new(e) })?;
             c.and_then(|c| {
                 let v = c.spec.versions.into_iter().find(|v| v.name == primary.gvk.version)?;
                 Some(v.subresources?.scale?.spec_replicas_path)
@@ -207,10 +212,10 @@ pub async fn stored(
         (true, Some(ns)) => Api::namespaced_with(client.clone(), ns, &primary.resource),
         _ => Api::all_with(client.clone(), &primary.resource),
     };
-    api.get(name).await.map_err(|source| ScaleError::Read {
+    api.get(name).await.map_err(|e| ScaleError::Read {
         kind: primary.gvk.kind.clone(),
         object: format!("{}/{name}", ns.unwrap_or("")),
-        source,
+        source: Box::new(e),
     })
 }
 
