@@ -3,7 +3,8 @@
 //! the primary as it would be: the stored one, read fresh from the API server (the cache may lag),
 //! with the Scale's `spec.replicas` written where the CustomResourceDefinition's
 //! `subresources.scale.specReplicasPath` says. The plugin gets an UPDATE of that object, the
-//! stored one as the old object.
+//! stored one as the old object. A write racing the scale makes the API server's update
+//! conflict and retry, which asks again: no answer stands on a state older than the one stored.
 //!
 //! The path is read from the CustomResourceDefinition `<plural>.<group>` and kept
 //! [`PATH_TTL`] per CRD and version: a CRD edited to move the field is followed within that
