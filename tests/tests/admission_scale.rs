@@ -1,8 +1,9 @@
 //! Admission of `/scale` on a real control plane: `kubectl scale` (and kube-rs `patch_scale`,
 //! what it sends) reaches the plugin as the whole Foo as it would be, so the quorum plugin
 //! (tests/plugins/quorum) refuses an even replica count with its own message and lets an odd one
-//! be stored; a status write never reaches it; a plugin that traps on a scale is refused under
-//! Fail and allowed with a warning under Ignore.
+//! be stored; a status write never reaches it; a plugin that traps on a scale, and a host that
+//! cannot read the CRD to compose the Foo (its RBAC lacks it), are refused under Fail and allowed
+//! with a warning under Ignore.
 
 mod common;
 
@@ -111,6 +112,60 @@ async fn a_plugin_that_traps_on_a_scale_is_refused_under_fail_and_allowed_with_a
         let label = if allowed { "error_ignored" } else { "error" };
         assert!(a.host.metric("kwop_admission_requests_total", &[("result", label)])? >= 1.0, "{}", a.host.log());
         remove_configuration(&client, &a.configuration).await;
+    }
+    Ok(())
+}
+
+/// RBAC for a host that may do everything the admission tests need but read CRDs: its Secret in
+/// `ns` and, cluster-wide, Foos, events and its webhook configuration.
+fn without_crd_reads(plane: &ControlPlane, ns: &str) -> anyhow::Result<std::path::PathBuf> {
+    let sa = "no-crd-reads";
+    let rbac = format!(
+        "apiVersion: v1\nkind: ServiceAccount\nmetadata: {{name: {sa}, namespace: {ns}}}\n---\n\
+         apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {{name: {sa}, namespace: {ns}}}\nrules:\n\
+         - {{apiGroups: [\"\"], resources: [secrets], verbs: [create, get, update, patch]}}\n---\n\
+         apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {{name: {sa}, namespace: {ns}}}\n\
+         roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: Role, name: {sa}}}\n\
+         subjects: [{{kind: ServiceAccount, name: {sa}, namespace: {ns}}}]\n---\n\
+         apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {{name: {ns}-{sa}}}\nrules:\n\
+         - {{apiGroups: [samplecontroller.k8s.io], resources: [foos], verbs: [get, list, watch]}}\n\
+         - {{apiGroups: [samplecontroller.k8s.io], resources: [foos/status], verbs: [get, patch]}}\n\
+         - {{apiGroups: [events.k8s.io], resources: [events], verbs: [create, patch]}}\n\
+         - {{apiGroups: [admissionregistration.k8s.io], resources: [validatingwebhookconfigurations], verbs: [create, get, patch]}}\n---\n\
+         apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {{name: {ns}-{sa}}}\n\
+         roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: {ns}-{sa}}}\n\
+         subjects: [{{kind: ServiceAccount, name: {sa}, namespace: {ns}}}]\n"
+    );
+    plane.kubectl_stdin(&["apply", "--server-side", "-f", "-"], &rbac)?;
+    let token = plane.kubectl_output(&["create", "token", sa, "-n", ns, "--duration=1h"])?;
+    plane.kubeconfig_with_token(token.trim(), &format!("{ns}-{sa}.kubeconfig"))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_host_that_cannot_read_the_crd_refuses_a_scale_under_fail_and_allows_it_with_a_warning_under_ignore(
+) -> anyhow::Result<()> {
+    let plane = ControlPlane::shared(Mode::Api)?;
+    let client = plane.client().await?;
+    let dir = plugins::folder(&[("quorum.wasm", plugins::QUORUM)])?;
+    for (policy, allowed) in [("Fail", false), ("Ignore", true)] {
+        let ns = plane.namespace(&format!("scale-rbac-{}", policy.to_lowercase()))?;
+        let kubeconfig = without_crd_reads(plane, &ns)?;
+        let a = admitting_as(plane, &kubeconfig, &dir, &ns, &[&format!("--webhook-failure-policy={policy}")])?;
+        if let Err(e) = configured(&client, &a.configuration, "quorum").await {
+            anyhow::bail!("{e}\n{}", a.host.log());
+        }
+        apply_answered(plane, &ns, &foo_with("r", 3)).await.map_err(anyhow::Error::msg)?;
+        // 5 is odd: only the host's failure to compose the Foo stands in the way.
+        let (ok, out) = kubectl_scale(plane, &ns, "r", 5)?;
+        assert_eq!(ok, allowed, "{policy}: {out}\n{}", a.host.log());
+        let why = format!("quorum could not validate the scale of {ns}/r: cannot read the CustomResourceDefinition foos.samplecontroller.k8s.io");
+        assert!(out.contains(&why) && out.contains("forbidden"), "{policy}: {out}");
+        if allowed {
+            assert!(out.contains("Warning:") && out.contains("failure policy Ignore"), "{out}");
+        }
+        assert_eq!(stored_replicas(&foos(&client, &ns), "r").await?, Some(if allowed { 5 } else { 3 }), "{policy}");
+        remove_configuration(&client, &a.configuration).await;
+        let _ = plane.kubectl_output(&["delete", "clusterrole,clusterrolebinding", &format!("{ns}-no-crd-reads")]);
     }
     Ok(())
 }

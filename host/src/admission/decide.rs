@@ -80,7 +80,7 @@ pub fn verdict(plugin: &str, r: Result<RawValidate, CallError>, policy: FailureP
     match r {
         Ok(Ok(warnings)) => Verdict {
             allowed: true,
-            warnings: warnings.iter().take(MAX_WARNINGS).map(|w| warning(w.as_str())).collect(),
+            warnings: warnings.iter().take(MAX_WARNINGS).map(|w| warning(w, MAX_WARNING)).collect(),
             violations: vec![],
             error: None,
         },
@@ -115,18 +115,22 @@ pub fn failure(error: String, policy: FailurePolicy) -> Verdict {
         FailurePolicy::Fail => Verdict { allowed: false, warnings: vec![], violations: vec![], error: Some(error) },
         FailurePolicy::Ignore => Verdict {
             allowed: true,
-            warnings: vec![warning(&format!("{error} (allowed: failure policy Ignore)"))],
+            // The policy is said whole, however long the error.
+            warnings: vec![format!("{}{IGNORED}", warning(&error, MAX_WARNING - IGNORED.len()))],
             violations: vec![],
             error: Some(error),
         },
     }
 }
 
+/// What a warning allowed under `Ignore` ends with.
+const IGNORED: &str = " (allowed: failure policy Ignore)";
+
 /// A warning as the API server passes it on: one line (it drops a warning holding a control
-/// character, such as the newline of a trap's message, without a word), at most [`MAX_WARNING`].
-fn warning(text: &str) -> String {
+/// character, such as the newline of a trap's message, without a word), at most `max` bytes.
+fn warning(text: &str, max: usize) -> String {
     let line: String = text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
-    truncate(&line, MAX_WARNING)
+    truncate(&line, max)
 }
 
 #[cfg(test)]
@@ -164,6 +168,11 @@ mod tests {
         let ignore = verdict("p", trap(), FailurePolicy::Ignore);
         assert!(ignore.allowed && ignore.warnings[0].contains("failure policy Ignore"));
         assert!(!ignore.warnings[0].contains('\n'), "the API server drops a warning of two lines");
+        let long = verdict("p", Err(CallError::Trap("x".repeat(2000))), FailurePolicy::Ignore);
+        assert!(
+            long.warnings[0].len() <= MAX_WARNING
+                && long.warnings[0].ends_with("x... (allowed: failure policy Ignore)")
+        );
         let warned = verdict("p", Ok(Ok(vec!["two\nlines\r\tand a tab".into()])), FailurePolicy::Fail);
         assert_eq!(warned.warnings, vec!["two lines  and a tab".to_string()]);
         assert_eq!(ignore.label(), "error_ignored");

@@ -27,24 +27,22 @@ pub const PATH_TTL: Duration = Duration::from_secs(15);
 #[derive(Debug, thiserror::Error)]
 pub enum ScaleError {
     /// The stored primary could not be read.
-    #[error("cannot read the stored {kind} {object}: {source}")]
+    #[error("cannot read the stored {kind} {object}: {why}")]
     Read {
         /// Its kind.
         kind: String,
         /// `namespace/name`.
         object: String,
-        /// What the API server said.
-        #[source]
-        source: Box<kube::Error>,
+        /// What the API server said (its message), or why it could not be asked.
+        why: String,
     },
     /// The CustomResourceDefinition could not be read.
-    #[error("cannot read the CustomResourceDefinition {crd}: {source}")]
+    #[error("cannot read the CustomResourceDefinition {crd}: {why}")]
     Crd {
         /// Its name, `<plural>.<group>`.
         crd: String,
-        /// What the API server said.
-        #[source]
-        source: Box<kube::Error>,
+        /// What the API server said (its message), or why it could not be asked.
+        why: String,
     },
     /// The CRD has no scale subresource for the primary's version.
     #[error("the CustomResourceDefinition {crd} has no scale subresource (subresources.scale.specReplicasPath) for version {version}")]
@@ -147,6 +145,15 @@ pub fn replicas_of(scale: &DynamicObject) -> Result<i64, ScaleError> {
     }
 }
 
+/// What the API server said: its message (`... is forbidden: User ... cannot get ...`), not the
+/// whole Status; any other failure as it is.
+fn said(e: kube::Error) -> String {
+    match e {
+        kube::Error::Api(s) => format!("{} ({})", s.message, s.code),
+        e => e.to_string(),
+    }
+}
+
 /// A value in a message: its JSON, at most 100 characters.
 fn shown(v: &Value) -> String {
     crate::outcome::decode::truncate(&v.to_string(), 100)
@@ -187,7 +194,7 @@ impl ReplicasPaths {
             Some(".spec.replicas".to_string())
         } else {
             let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-            let c = api.get_opt(&crd).await.map_err(|e| ScaleError::Crd { crd: crd.clone(), source: Box::new(e) })?;
+            let c = api.get_opt(&crd).await.map_err(|e| ScaleError::Crd { crd: crd.clone(), why: said(e) })?;
             c.and_then(|c| {
                 let v = c.spec.versions.into_iter().find(|v| v.name == primary.gvk.version)?;
                 Some(v.subresources?.scale?.spec_replicas_path)
@@ -216,7 +223,7 @@ pub async fn stored(
     api.get(name).await.map_err(|e| ScaleError::Read {
         kind: primary.gvk.kind.clone(),
         object: format!("{}/{name}", ns.unwrap_or("")),
-        source: Box::new(e),
+        why: said(e),
     })
 }
 
