@@ -108,6 +108,7 @@ pub async fn start(
             .await
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.bind))?,
     );
+    certs::ensure_namespace(&client, &config.namespace).await?;
     let registry = Registry::new(config.clone(), pool, client.clone());
     let resolver = Arc::new(certs::Resolver::default());
     let (ca_tx, ca_rx) = tokio::sync::watch::channel(None);
