@@ -581,3 +581,32 @@ async fn revoking_a_namespace_takes_effect_even_when_the_reload_fails_for_anothe
     assert!(deployments.get_opt("dep-after-b").await?.is_none(), "a Foo in the revoked namespace reconciled");
     Ok(())
 }
+
+/// Issue 40: the README applied a ReconcilerPlugin with `kubectl apply --server-side`, then
+/// swapped with `kubectl patch`, after which the next apply failed with a field-manager conflict.
+/// docs/roll-out.md now says to change it one way, and what takes the fields back: this runs that
+/// block's sequence with the real kubectl.
+#[tokio::test(flavor = "multi_thread")]
+async fn apply_after_a_patch_needs_force_conflicts_as_documented() -> anyhow::Result<()> {
+    let plane = ControlPlane::shared(Mode::Api)?;
+    let ns = plane.namespace("rp-managers")?;
+    let name = format!("foo-info-{ns}");
+    let file = std::env::temp_dir().join(format!("kwop-test-{}-{name}.yaml", std::process::id()));
+    std::fs::write(
+        &file,
+        format!(
+            "apiVersion: kwop.dev/v1alpha1\nkind: ReconcilerPlugin\nmetadata: {{name: {name}, labels: {{kwop.dev/test: {ns}}}}}\n\
+             spec:\n  suspend: false\n  source: {{oci: registry.example.com/plugins/foo-info:0.1.0}}\n  grants:\n    primary: {{apiVersion: samplecontroller.k8s.io/v1alpha1, kind: Foo}}\n    owns: [{{apiVersion: v1, kind: ConfigMap}}]\n"
+        ),
+    )?;
+    let f = file.display().to_string();
+    plane.kubectl_output(&["apply", "--server-side", "-f", &f])?;
+    plane.kubectl_output(&["patch", "rp", &name, "--type=merge", "-p", r#"{"spec":{"suspend":true}}"#])?;
+    let conflict = plane.kubectl_output(&["apply", "--server-side", "-f", &f]).expect_err("a conflict");
+    assert!(format!("{conflict:#}").contains(".spec.suspend"), "{conflict:#}");
+    plane.kubectl_output(&["apply", "--server-side", "--force-conflicts", "-f", &f])?;
+    let client = plane.client().await?;
+    assert!(!rps(&client).get(&name).await?.spec.suspend, "the file's value is back");
+    rps(&client).delete(&name, &Default::default()).await?;
+    Ok(())
+}

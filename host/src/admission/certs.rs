@@ -284,7 +284,10 @@ pub async fn ensure_namespace(client: &Client, name: &str) -> anyhow::Result<()>
             }))?;
             match api.create(&PostParams::default(), &ns).await {
                 Ok(_) => {
-                    tracing::info!(namespace = name, "created the system namespace (it holds the webhook's certificate)");
+                    tracing::info!(
+                        namespace = name,
+                        "created the system namespace (it holds the webhook's certificate)"
+                    );
                     Ok(())
                 }
                 Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
