@@ -163,6 +163,21 @@ fn chart_lints_and_renders_the_rbac_kwop_plugin_rbac_prints() -> anyhow::Result<
         assert!(args.contains("--sharding=namespace") && args.contains("--leader-elect"), "{args}");
         assert!(!args.contains("--webhook-certs=external"), "self-signed by default: {args}");
     }
+    // From the component itself: the same rules (guest-foo's info() asks for what it is granted);
+    // the skeleton grants exactly that; a file that is not a ReconcilerPlugin is named.
+    let from_wasm = kwop_rbac(&[plugins::GUEST_FOO, "--crd", &foo_crd], &[])?;
+    let from_rp =
+        kwop_rbac(&["-f", &root.join("deploy/plugins/guest-foo.yaml").display().to_string(), "--crd", &foo_crd], &[])?;
+    assert_eq!(from_wasm, from_rp);
+    let skeleton = kwop_rbac(&[plugins::GUEST_FOO, "--reconciler-plugin-skeleton", "--oci", "r.example/p:1"], &[])?;
+    let example = docs(&std::fs::read_to_string(root.join("deploy/plugins/guest-foo.yaml"))?)?;
+    assert_eq!(skeleton[0]["spec"]["grants"], example[0]["spec"]["grants"], "{skeleton:?}");
+    assert_eq!(skeleton[0]["spec"]["source"]["oci"], "r.example/p:1");
+    let (ok, _, err) = kwop(&["plugin", "rbac", "-f", &foo_crd]);
+    assert!(!ok && err.contains("not a ReconcilerPlugin"), "{err}");
+    let (ok, out, err) = kwop(&["plugin", "rbac", plugins::GUEST_FOO]);
+    assert!(ok && err.contains("assumed to be \"foos\"") && err.contains("--crd"), "a guessed resource is said: {err}");
+    assert!(out.contains("foos"), "{out}");
     // Defaults: one leader and a standby, no sharding RBAC; one replica: no PodDisruptionBudget.
     let out = docs(&helm(None, &["template", "kwop", &chart, "-n", "kwop-system", "--set", "replicas=1"])?)?;
     assert!(
@@ -351,7 +366,8 @@ async fn helm_install_upgrade_to_three_shards_and_uninstall() -> anyhow::Result<
             "left behind: {o}"
         );
     }
-    eprintln!("after helm uninstall, cluster-wide: {cluster:?}");
+    let ours: Vec<&String> = cluster.iter().filter(|o| o.contains("kwop")).collect();
+    eprintln!("after helm uninstall, cluster-wide: {ours:?}");
     assert!(left("crd", None)?.iter().any(|c| c.ends_with("/reconcilerplugins.kwop.dev")), "the CRD stays");
     Ok(())
 }
