@@ -129,7 +129,7 @@ fn check_mutable_path(path: &str) -> Result<(), String> {
     }
     let fixed = ["apiVersion", "kind", "metadata", "metadata.name", "metadata.namespace", "metadata.uid", "status"];
     let under = |p: &str| path == p || path.starts_with(&format!("{p}."));
-    if fixed.iter().any(|f| path == *f)
+    if fixed.contains(&path)
         || ["metadata.name", "metadata.namespace", "metadata.uid", "metadata.resourceVersion", "status"]
             .iter()
             .any(|p| under(p))
