@@ -175,6 +175,10 @@ fn chart_lints_and_renders_the_rbac_kwop_plugin_rbac_prints() -> anyhow::Result<
     assert_eq!(skeleton[0]["spec"]["source"]["oci"], "r.example/p:1");
     let (ok, _, err) = kwop(&["plugin", "rbac", "-f", &foo_crd]);
     assert!(!ok && err.contains("not a ReconcilerPlugin"), "{err}");
+    let (ok, _, err) = kwop(&["plugin", "rbac"]);
+    assert!(!ok && err.contains("give FILE.wasm, -f RECONCILERPLUGIN.yaml or --reconciler-plugin NAME"), "{err}");
+    let (ok, _, err) = kwop(&["plugin", "rbac", plugins::GUEST_FOO, "--namespaces", "a,Not_A_Namespace"]);
+    assert!(!ok && err.contains("\"Not_A_Namespace\" is not a namespace name"), "{err}");
     let (ok, out, err) = kwop(&["plugin", "rbac", plugins::GUEST_FOO]);
     assert!(ok && err.contains("assumed to be \"foos\"") && err.contains("--crd"), "a guessed resource is said: {err}");
     assert!(out.contains("foos"), "{out}");

@@ -34,7 +34,7 @@ Examples:
 pub struct RbacArgs {
     /// A plugin component: what its info() declares is what is granted (every namespace unless
     /// --namespaces).
-    #[arg(required_unless_present_any = ["reconciler_plugin", "filename"], conflicts_with_all = ["reconciler_plugin", "filename"])]
+    #[arg(conflicts_with_all = ["reconciler_plugin", "filename"])]
     pub file: Option<PathBuf>,
     /// A ReconcilerPlugin on the cluster (current kubeconfig): its spec.grants. Kinds are
     /// resolved by the API server's discovery.
