@@ -199,8 +199,20 @@ fn chart_lints_and_renders_the_rbac_kwop_plugin_rbac_prints() -> anyhow::Result<
     let role = rules(find(&out, "Role", "kwop"))?;
     assert!(!role.iter().any(|r| r.verbs.iter().any(|v| v == "create" || v == "update")
         && r.resources.iter().flatten().any(|s| s == "secrets")));
-    let bad = helm(None, &["template", "kwop", &chart, "--set", "webhook.certs=letsencrypt"]).expect_err("bad value");
-    assert!(bad.to_string().contains("webhook.certs must be self-signed or cert-manager"), "{bad}");
+    // Bad values: refused with the value named (values.schema.json).
+    for (set, says) in [
+        ("webhook.certs=letsencrypt", "/webhook/certs"),
+        ("sharding.by=zone", "/sharding/by"),
+        ("replicas=0", "/replicas"),
+        ("plugins[0].name=Not_A_Name", "/plugins/0/name"),
+    ] {
+        let bad = helm(None, &["template", "kwop", &chart, "--set", set]).expect_err(set);
+        assert!(bad.to_string().contains(says), "{set}: {bad}");
+    }
+    // namespace.create: the namespace under the restricted Pod Security Standard.
+    let out = docs(&helm(None, &["template", "kwop", &chart, "-n", "ops", "--set", "namespace.create=true"])?)?;
+    let ns = find(&out, "Namespace", "ops").ok_or_else(|| anyhow::anyhow!("no Namespace"))?;
+    assert_eq!(ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"], "restricted");
     Ok(())
 }
 
