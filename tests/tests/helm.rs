@@ -209,10 +209,16 @@ fn chart_lints_and_renders_the_rbac_kwop_plugin_rbac_prints() -> anyhow::Result<
         let bad = helm(None, &["template", "kwop", &chart, "--set", set]).expect_err(set);
         assert!(bad.to_string().contains(says), "{set}: {bad}");
     }
+    // `helm package` carries the CRD (a copy, not a link).
+    let packaged = helm(None, &["package", &chart, "-d", &dir.display().to_string()])?;
+    let tgz = packaged.trim().rsplit(' ').next().unwrap_or_default().to_string();
+    let crds = helm(None, &["show", "crds", &tgz])?;
+    assert!(crds.contains("name: reconcilerplugins.kwop.dev"), "{packaged}: {crds}");
     // namespace.create: the namespace under the restricted Pod Security Standard.
     let out = docs(&helm(None, &["template", "kwop", &chart, "-n", "ops", "--set", "namespace.create=true"])?)?;
     let ns = find(&out, "Namespace", "ops").ok_or_else(|| anyhow::anyhow!("no Namespace"))?;
     assert_eq!(ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"], "restricted");
+    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 
@@ -385,5 +391,6 @@ async fn helm_install_upgrade_to_three_shards_and_uninstall() -> anyhow::Result<
     let ours: Vec<&String> = cluster.iter().filter(|o| o.contains("kwop")).collect();
     eprintln!("after helm uninstall, cluster-wide: {ours:?}");
     assert!(left("crd", None)?.iter().any(|c| c.ends_with("/reconcilerplugins.kwop.dev")), "the CRD stays");
+    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
