@@ -17,6 +17,9 @@ pub const SELFHEAL: &str = env!("KWOP_PLUGIN_SELFHEAL");
 /// Fin → ConfigMap copies in other namespaces; its finalize misbehaves on demand
 /// (tests/plugins/finalizer, `kwop:reconciler@0.2`).
 pub const FINALIZER: &str = env!("KWOP_PLUGIN_FINALIZER");
+/// Validates Foos as a quorum would: an even `spec.replicas` is refused, 9 traps, an even
+/// `status.availableReplicas` is refused (tests/plugins/quorum, `kwop:reconciler@0.2`).
+pub const QUORUM: &str = env!("KWOP_PLUGIN_QUORUM");
 /// The config-sync example (examples/config-sync): ConfigSync → copies of a ConfigMap or Secret.
 pub const CONFIG_SYNC: &str = env!("KWOP_PLUGIN_CONFIG_SYNC");
 /// A valid component of another world (a WASI command).

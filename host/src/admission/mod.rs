@@ -1,14 +1,15 @@
 //! Admission: plugins that validate their primaries (`plugin-info.validates`), served to the API
 //! server as a validating webhook — `admission.k8s.io/v1` AdmissionReviews over HTTPS, for CREATE
-//! and UPDATE, answered by the plugin's `validate` in the same sandbox, limits and hot swap as its
-//! reconciles.
+//! and UPDATE (of the object and of its `/scale`), answered by the plugin's `validate` in the same
+//! sandbox, limits and hot swap as its reconciles.
 //!
 //! Parts: [`Registry`] holds the plugins that validate now (fed by the supervisor, on every
 //! replica: each one serves admission, the Service spreads requests); [`server`] is the HTTPS
 //! endpoint; [`decide`] turns a plugin's answer, or its failure under the failure policy, into a
-//! response; [`certs`] owns the serving certificate (a self-signed CA kept in a Secret, rotated,
-//! or a certificate someone else — cert-manager — writes there); [`webhooks`] keeps the
-//! ValidatingWebhookConfiguration and its `caBundle` current (the leader only).
+//! response; [`scale`] turns a `/scale` request into the primary as it would be; [`certs`] owns
+//! the serving certificate (a self-signed CA kept in a Secret, rotated, or a certificate someone
+//! else — cert-manager — writes there); [`webhooks`] keeps the ValidatingWebhookConfiguration and
+//! its `caBundle` current (the leader only).
 //!
 //! Floor 10 of 0–15 (`docs/ARCHITECTURE.md`). May use: `leader`, `outcome`, `plugin`, `telemetry`,
 //! `vocab`, `watch`. Used by: `cli`, `controller`, `hotswap`, `offline`.
@@ -17,6 +18,7 @@ pub mod certs;
 pub mod decide;
 mod mutate;
 pub mod mutation;
+pub mod scale;
 pub mod server;
 mod validate;
 pub mod webhooks;
@@ -106,6 +108,7 @@ pub async fn start(
             .await
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.bind))?,
     );
+    certs::ensure_namespace(&client, &config.namespace).await?;
     let registry = Registry::new(config.clone(), pool, client.clone());
     let resolver = Arc::new(certs::Resolver::default());
     let (ca_tx, ca_rx) = tokio::sync::watch::channel(None);
@@ -165,6 +168,7 @@ pub struct Registry {
     changed: tokio::sync::watch::Sender<u64>,
     update: tokio::sync::Mutex<()>,
     offers: tokio::sync::watch::Sender<Vec<Offer>>,
+    paths: scale::ReplicasPaths,
 }
 
 impl Registry {
@@ -180,6 +184,7 @@ impl Registry {
             changed,
             update: tokio::sync::Mutex::new(()),
             offers,
+            paths: scale::ReplicasPaths::default(),
         })
     }
 
@@ -205,6 +210,16 @@ impl Registry {
     /// The settings.
     pub fn config(&self) -> &AdmissionConfig {
         &self.config
+    }
+
+    /// The host's client (a scale request reads the stored primary and its CRD with it).
+    pub fn client(&self) -> &kube::Client {
+        &self.client
+    }
+
+    /// Where each primary's `/scale` keeps its replicas.
+    pub fn replicas_paths(&self) -> &scale::ReplicasPaths {
+        &self.paths
     }
 
     /// The plugin answering `/validate/<name>`.
