@@ -97,17 +97,17 @@ fn chart_lints_and_renders_the_rbac_kwop_plugin_rbac_prints() -> anyhow::Result<
     let dir = scratch("template")?;
     // One source for the CRD: the chart's copy is crds/reconcilerplugin.yaml, byte for byte.
     let root = kwop_tests::repo_root();
-    assert_eq!(
-        std::fs::read_to_string(root.join("charts/kwop/crds/reconcilerplugin.yaml"))?,
-        std::fs::read_to_string(root.join("crds/reconcilerplugin.yaml"))?,
-        "charts/kwop/crds/reconcilerplugin.yaml differs from crds/: copy it over"
+    let copy = std::fs::read_to_string(root.join("charts/kwop/crds/reconcilerplugin.yaml"))?;
+    assert!(
+        copy == std::fs::read_to_string(root.join("crds/reconcilerplugin.yaml"))?,
+        "charts/kwop/crds/reconcilerplugin.yaml differs from crds/reconcilerplugin.yaml: copy it over"
     );
     let foo_crd = root.join("crds/foo.yaml").display().to_string();
     for (case, namespaces, finalizes) in [("own", None, false), ("listed", Some(&["a", "b"][..]), true)] {
         let spec = guest_foo_spec(json!({ "oci": "registry.example/plugins/guest-foo:0.1.0" }), namespaces);
         let values = json!({
             "replicas": 3, "sharding": { "enabled": true },
-            "plugins": [{ "name": "guest-foo", "spec": spec, "rbac": { "finalizes": finalizes } }],
+            "plugins": [{ "name": "guest-foo", "spec": spec, "rbac": { "finalizes": finalizes, "validates": true } }],
         });
         let values = write(&dir, &format!("{case}.values.yaml"), &values)?;
         helm(None, &["lint", "--strict", &chart, "-f", &values])?;
@@ -129,7 +129,8 @@ fn chart_lints_and_renders_the_rbac_kwop_plugin_rbac_prints() -> anyhow::Result<
         let rp = json!({ "apiVersion": "kwop.dev/v1alpha1", "kind": "ReconcilerPlugin",
             "metadata": { "name": "guest-foo" }, "spec": find(&out, "ReconcilerPlugin", "guest-foo").map(|o| &o["spec"]) });
         let rp = write(&dir, &format!("{case}.rp.yaml"), &rp)?;
-        let mut args = vec!["-f", rp.as_str(), "--crd", foo_crd.as_str()];
+        // guest-foo validates: its CRD is read by name (scale requests).
+        let mut args = vec!["-f", rp.as_str(), "--crd", foo_crd.as_str(), "--validates"];
         if finalizes {
             args.push("--finalizes");
         }
@@ -163,11 +164,14 @@ fn chart_lints_and_renders_the_rbac_kwop_plugin_rbac_prints() -> anyhow::Result<
         assert!(args.contains("--sharding=namespace") && args.contains("--leader-elect"), "{args}");
         assert!(!args.contains("--webhook-certs=external"), "self-signed by default: {args}");
     }
-    // From the component itself: the same rules (guest-foo's info() asks for what it is granted);
+    // From the component itself: the same rules (guest-foo's info() asks for what it is granted,
+    // and says it validates);
     // the skeleton grants exactly that; a file that is not a ReconcilerPlugin is named.
     let from_wasm = kwop_rbac(&[plugins::GUEST_FOO, "--crd", &foo_crd], &[])?;
-    let from_rp =
-        kwop_rbac(&["-f", &root.join("deploy/plugins/guest-foo.yaml").display().to_string(), "--crd", &foo_crd], &[])?;
+    let from_rp = kwop_rbac(
+        &["-f", &root.join("deploy/plugins/guest-foo.yaml").display().to_string(), "--crd", &foo_crd, "--validates"],
+        &[],
+    )?;
     assert_eq!(from_wasm, from_rp);
     let skeleton = kwop_rbac(&[plugins::GUEST_FOO, "--reconciler-plugin-skeleton", "--oci", "r.example/p:1"], &[])?;
     let example = docs(&std::fs::read_to_string(root.join("deploy/plugins/guest-foo.yaml"))?)?;
@@ -266,7 +270,11 @@ async fn helm_install_upgrade_to_three_shards_and_uninstall() -> anyhow::Result<
     let values = json!({
         "replicas": 1,
         "webhook": { "failurePolicy": "Ignore" },
-        "plugins": [{ "name": "guest-foo", "spec": guest_foo_spec(json!({ "oci": reference }), None) }],
+        "plugins": [{
+            "name": "guest-foo",
+            "spec": guest_foo_spec(json!({ "oci": reference }), None),
+            "rbac": { "validates": true },
+        }],
     });
     let values = write(&dir, "values.yaml", &values)?;
     // The harness installed the ReconcilerPlugin CRD; the chart's crds/ installs it here.
@@ -282,7 +290,8 @@ async fn helm_install_upgrade_to_three_shards_and_uninstall() -> anyhow::Result<
 
     // The plugin's RBAC as installed is what `kwop plugin rbac --reconciler-plugin` prints from
     // the cluster (kinds resolved by discovery).
-    let printed = kwop_rbac(&["--reconciler-plugin", "guest-foo"], &[("KUBECONFIG", plane.kubeconfig.as_path())])?;
+    let printed =
+        kwop_rbac(&["--reconciler-plugin", "guest-foo", "--validates"], &[("KUBECONFIG", plane.kubeconfig.as_path())])?;
     let installed = plane.kubectl_output(&["get", "clusterrole", "kwop-plugin-guest-foo", "-o", "json"])?;
     let installed: Value = serde_json::from_str(&installed)?;
     assert_eq!(rules(Some(&installed))?, rules(find(&printed, "ClusterRole", "kwop-plugin-guest-foo"))?);
@@ -303,10 +312,14 @@ async fn helm_install_upgrade_to_three_shards_and_uninstall() -> anyhow::Result<
         ("list", "namespaces", None),
         ("delete", "leases.coordination.k8s.io", Some("kwop-system")),
         ("create", "leases.coordination.k8s.io", Some("default")),
+        ("get", "customresourcedefinitions.apiextensions.k8s.io/reconcilerplugins.kwop.dev", None),
+        ("list", "customresourcedefinitions.apiextensions.k8s.io", None),
         ("*", "*", None),
     ] {
         assert!(!can_i(plane, verb, res, scope), "must NOT be able to {verb} {res} in {scope:?}");
     }
+    // guest-foo validates: its own CRD, by name (scale requests).
+    assert!(can_i(plane, "get", "customresourcedefinitions.apiextensions.k8s.io/foos.samplecontroller.k8s.io", None));
 
     // Sufficient: a host with nothing but the service account's token and the Deployment's own
     // arguments runs guest-foo from values, reconciles a Foo, makes the webhook's Secret.

@@ -2,7 +2,9 @@
 //! what the Helm chart renders for each plugin of its values): get, list and watch on the primary
 //! and on every owned and read kind — cluster-wide, because the host watches each kind in every
 //! namespace and the grants filter —; patch on the primary's `/status` (and on the primary itself
-//! when the plugin finalizes: its finalizer); create, patch and delete on the owned kinds. Writes
+//! when the plugin finalizes: its finalizer); create, patch and delete on the owned kinds; get on
+//! the primary's CustomResourceDefinition, by name, when the plugin validates (admission of
+//! `/scale` reads its `specReplicasPath`). Writes
 //! go where the grants allow them: a Role in each granted namespace, or the ClusterRole when the
 //! grants list none (or the kind is cluster-scoped).
 //!
@@ -159,9 +161,45 @@ impl Rules {
     }
 }
 
-/// What the host needs for a plugin with these grants (`finalizes`: it patches the primary's
-/// finalizer too).
-pub fn plugin_rbac(grants: &Grants, finalizes: bool, resources: &Resources) -> PluginRbac {
+/// What a plugin declares beyond its kinds that needs more of the host.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Declares {
+    /// It finalizes: the host patches its primary's finalizer.
+    pub finalizes: bool,
+    /// It validates: admission of `/scale` reads the primary's CRD.
+    pub validates: bool,
+}
+
+/// The API groups Kubernetes serves itself (kinds in any other group come from a CRD).
+pub const BUILTIN_GROUPS: [&str; 23] = [
+    "",
+    "admissionregistration.k8s.io",
+    "apiextensions.k8s.io",
+    "apiregistration.k8s.io",
+    "apps",
+    "authentication.k8s.io",
+    "authorization.k8s.io",
+    "autoscaling",
+    "batch",
+    "certificates.k8s.io",
+    "coordination.k8s.io",
+    "discovery.k8s.io",
+    "events.k8s.io",
+    "flowcontrol.apiserver.k8s.io",
+    "internal.apiserver.k8s.io",
+    "networking.k8s.io",
+    "node.k8s.io",
+    "policy",
+    "rbac.authorization.k8s.io",
+    "resource.k8s.io",
+    "scheduling.k8s.io",
+    "storage.k8s.io",
+    "storagemigration.k8s.io",
+];
+
+/// What the host needs for a plugin with these grants and declarations.
+pub fn plugin_rbac(grants: &Grants, declares: Declares, resources: &Resources) -> PluginRbac {
+    let finalizes = declares.finalizes;
     let mut kinds: Vec<&Gvk> = Vec::new();
     for g in std::iter::once(&grants.primary).chain(&grants.owns).chain(&grants.reads) {
         if !kinds.iter().any(|k| k.same_group_kind(g)) {
@@ -191,12 +229,23 @@ pub fn plugin_rbac(grants: &Grants, finalizes: bool, resources: &Resources) -> P
     for g in &grants.owns {
         write(g, "", &WRITE);
     }
+    let mut cluster = cluster.into_rules();
+    let p = &grants.primary;
+    if declares.validates && !BUILTIN_GROUPS.contains(&p.group.as_str()) {
+        cluster.push(PolicyRule {
+            api_groups: Some(vec!["apiextensions.k8s.io".into()]),
+            resources: Some(vec!["customresourcedefinitions".into()]),
+            resource_names: Some(vec![format!("{}.{}", resources.get(p).plural, p.group)]),
+            verbs: vec!["get".into()],
+            ..Default::default()
+        });
+    }
     let local = local.into_rules();
     let namespaced = match &grants.namespaces {
         Namespaces::Listed(l) if !local.is_empty() => l.iter().map(|n| (n.clone(), local.clone())).collect(),
         _ => BTreeMap::new(),
     };
-    PluginRbac { cluster: cluster.into_rules(), namespaced, guessed }
+    PluginRbac { cluster, namespaced, guessed }
 }
 
 /// The objects to apply: a ClusterRole and its ClusterRoleBinding named `name`, and a Role and
@@ -275,7 +324,7 @@ mod tests {
     #[test]
     fn reads_are_cluster_wide_and_writes_where_granted() {
         let listed = Namespaces::Listed(["a".to_string(), "b".to_string()].into());
-        let r = plugin_rbac(&grants(listed), false, &Resources::builtin());
+        let r = plugin_rbac(&grants(listed), Declares::default(), &Resources::builtin());
         let cluster = set(&r.cluster);
         for want in ["watch foos.samplecontroller.k8s.io", "list deployments.apps", "get configmaps."] {
             assert!(cluster.contains(&want.to_string()), "{want} in {cluster:?}");
@@ -308,7 +357,7 @@ mod tests {
         let mut res = Resources::builtin();
         res.add_crds(&[serde_json::json!({"kind": "CustomResourceDefinition", "spec": {
             "group": "samplecontroller.k8s.io", "scope": "Namespaced", "names": {"kind": "Foo", "plural": "foozes"}}})]);
-        let r = plugin_rbac(&grants(Namespaces::Own), true, &res);
+        let r = plugin_rbac(&grants(Namespaces::Own), Declares { finalizes: true, validates: true }, &res);
         assert!(r.namespaced.is_empty() && r.guessed.is_empty());
         let c = set(&r.cluster);
         for want in ["patch foozes.samplecontroller.k8s.io", "patch foozes/status.samplecontroller.k8s.io"] {
@@ -319,6 +368,22 @@ mod tests {
             r.cluster.iter().filter(|x| x.resources.as_deref() == Some(&["deployments".to_string()])).collect();
         assert_eq!(dep.len(), 1);
         assert_eq!(dep[0].verbs, ["get", "list", "watch", "create", "patch", "delete"]);
+        // Validating: its CRD read by name, nothing else of CRDs.
+        let crd: Vec<&PolicyRule> = r
+            .cluster
+            .iter()
+            .filter(|x| x.api_groups.as_deref() == Some(&["apiextensions.k8s.io".to_string()]))
+            .collect();
+        assert_eq!(crd.len(), 1);
+        assert_eq!(crd[0].resource_names.as_deref(), Some(&["foozes.samplecontroller.k8s.io".to_string()][..]));
+        assert_eq!(crd[0].verbs, ["get"]);
+        let mut builtin = grants(Namespaces::Own);
+        builtin.primary = Gvk::new("apps", "v1", "Deployment");
+        let d = plugin_rbac(&builtin, Declares { finalizes: false, validates: true }, &res);
+        assert!(
+            !set(&d.cluster).iter().any(|p| p.contains("customresourcedefinitions")),
+            "a built-in primary has no CRD"
+        );
         let o = objects(&r, "kwop-plugin-p", "p", "kwop", "kwop-system");
         assert_eq!(o.len(), 2);
         assert_eq!(o[1]["subjects"][0]["namespace"], "kwop-system");

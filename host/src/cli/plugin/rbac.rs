@@ -7,7 +7,7 @@
 use super::{load, SandboxArgs};
 use crate::vocab::crd::{self, ReconcilerPlugin};
 use crate::vocab::grants::{Grants, Namespaces};
-use crate::vocab::rbac::{self, Resources};
+use crate::vocab::rbac::{self, Declares, Resources};
 use crate::vocab::PluginInfo;
 use anyhow::{anyhow, bail, Context};
 use std::io::Write as _;
@@ -20,7 +20,8 @@ The rules: get, list and watch on the primary and on every owned and read kind (
 host watches each kind in every namespace, or in `kwop run --namespace`, and the grants filter); \
 patch on the primary's /status (and on the primary itself with --finalizes: its finalizer); \
 create, patch and delete on the owned kinds — in a Role per namespace when the grants list \
-namespaces, else in the ClusterRole. What every plugin needs (events, leases, ReconcilerPlugins, \
+namespaces, else in the ClusterRole; get on the primary's CustomResourceDefinition (by name) \
+when the plugin validates (--validates). What every plugin needs (events, leases, ReconcilerPlugins, \
 the webhook) is the install's own RBAC (deploy/base/rbac.yaml, the Helm chart).
 
 Examples:
@@ -63,6 +64,10 @@ pub struct RbacArgs {
     /// FILE; say it for a ReconcilerPlugin.
     #[arg(long)]
     pub finalizes: bool,
+    /// The plugin validates (admission of /scale reads its primary's CRD). Read from info() for
+    /// a FILE; say it for a ReconcilerPlugin.
+    #[arg(long)]
+    pub validates: bool,
     /// With FILE: the namespaces granted (comma-separated) [default: all].
     #[arg(long, value_delimiter = ',')]
     pub namespaces: Vec<String>,
@@ -79,7 +84,8 @@ pub struct RbacArgs {
 pub fn run(a: RbacArgs) -> anyhow::Result<ExitCode> {
     let mut resources = Resources::builtin();
     resources.add_crds(&super::all_objects(&a.crds)?);
-    let (plugin, grants, finalizes) = match (&a.file, &a.filename, &a.reconciler_plugin) {
+    let flags = Declares { finalizes: a.finalizes, validates: a.validates };
+    let (plugin, grants, declares) = match (&a.file, &a.filename, &a.reconciler_plugin) {
         (Some(file), _, _) => {
             let p = load(file, &a.sandbox)?;
             if a.reconciler_plugin_skeleton {
@@ -94,13 +100,15 @@ pub fn run(a: RbacArgs) -> anyhow::Result<ExitCode> {
                 }
                 g.namespaces = Namespaces::Listed(a.namespaces.iter().cloned().collect());
             }
-            (p.info.name.clone(), g, p.info.finalizes || a.finalizes)
+            let declares =
+                Declares { finalizes: p.info.finalizes || a.finalizes, validates: p.info.validates || a.validates };
+            (p.info.name.clone(), g, declares)
         }
         (None, Some(f), _) => {
             let o = super::first_object(f)?;
             let rp: ReconcilerPlugin = serde_json::from_value(o)
                 .with_context(|| format!("{}: not a ReconcilerPlugin (kwop.dev/v1alpha1)", f.display()))?;
-            from_rp(&rp, a.finalizes)?
+            from_rp(&rp, flags)?
         }
         (None, None, Some(name)) => {
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
@@ -108,11 +116,11 @@ pub fn run(a: RbacArgs) -> anyhow::Result<ExitCode> {
             for (group, kind, plural, namespaced) in found {
                 resources.add(&group, &kind, &plural, namespaced);
             }
-            from_rp(&rp, a.finalizes)?
+            from_rp(&rp, flags)?
         }
         (None, None, None) => bail!("give FILE.wasm, -f RECONCILERPLUGIN.yaml or --reconciler-plugin NAME"),
     };
-    let computed = rbac::plugin_rbac(&grants, finalizes, &resources);
+    let computed = rbac::plugin_rbac(&grants, declares, &resources);
     for g in &computed.guessed {
         let r = resources.get(g);
         eprintln!("kwop: {g}: resource assumed to be {:?}, namespaced (give its CRD with --crd to be sure)", r.plural);
@@ -123,10 +131,10 @@ pub fn run(a: RbacArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn from_rp(rp: &ReconcilerPlugin, finalizes: bool) -> anyhow::Result<(String, Grants, bool)> {
+fn from_rp(rp: &ReconcilerPlugin, declares: Declares) -> anyhow::Result<(String, Grants, Declares)> {
     let name = rp.metadata.name.clone().ok_or_else(|| anyhow!("the ReconcilerPlugin has no metadata.name"))?;
     let g = Grants::from_spec(&rp.spec.grants).map_err(|e| anyhow!("ReconcilerPlugin {name}: {e}"))?;
-    Ok((name, g, finalizes))
+    Ok((name, g, declares))
 }
 
 type Found = Vec<(String, String, String, bool)>;
