@@ -12,6 +12,7 @@ pub mod grants;
 mod gvk;
 mod info;
 mod policy;
+pub mod rbac;
 pub mod selector;
 pub mod tracking;
 pub mod units;

@@ -1,5 +1,5 @@
 //! `kwop plugin ...`: the offline tools, one dispatcher over independent subcommands, one file
-//! each — `inspect` (and `list`), `reconcile`, `validate` and `mutate`, `test`, `replay`, `new`, `push` and
+//! each — `inspect` (and `list`), `rbac`, `reconcile`, `validate` and `mutate`, `test`, `replay`, `new`, `push` and
 //! `pull` (`oci`). A subcommand parses nothing and shares nothing with its siblings: what two of
 //! them need (reading objects, CRDs and fixture folders, one offline reconcile or admission
 //! call) is the offline engine below them (`crate::offline`); what all need from the command
@@ -11,6 +11,7 @@
 mod inspect;
 mod new;
 mod oci;
+mod rbac;
 mod reconcile;
 mod replay;
 mod test;
@@ -176,6 +177,11 @@ pub enum PluginCommand {
     /// Pull a plugin component from an OCI registry, verified; prints REGISTRY/REPO@sha256:...
     #[command(after_help = oci::PULL_HELP)]
     Pull(oci::PullArgs),
+    /// Print the Role/ClusterRole and bindings the host's service account needs for a plugin's
+    /// grants (from FILE.wasm's info(), -f RECONCILERPLUGIN.yaml or --reconciler-plugin NAME), or
+    /// with --reconciler-plugin-skeleton a ReconcilerPlugin granting what FILE.wasm asks for.
+    #[command(after_help = rbac::HELP)]
+    Rbac(rbac::RbacArgs),
     /// List the plugins in a folder (offline) or of a running host (--url http://HOST:PORT).
     List {
         /// Folder of plugins.
@@ -216,6 +222,7 @@ pub fn run(cmd: PluginCommand) -> anyhow::Result<ExitCode> {
         PluginCommand::New { name, lang, dir } => new::new(&name, &lang, dir),
         PluginCommand::Push(args) => oci::push(args),
         PluginCommand::Pull(args) => oci::pull(args),
+        PluginCommand::Rbac(args) => rbac::run(args),
     }
 }
 
