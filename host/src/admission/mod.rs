@@ -19,6 +19,7 @@ pub mod decide;
 mod mutate;
 pub mod mutation;
 pub mod scale;
+mod review;
 pub mod server;
 mod validate;
 pub mod webhooks;

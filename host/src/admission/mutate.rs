@@ -11,7 +11,7 @@
 
 use super::decide::{self, Verdict};
 use super::mutation::{self, Checked};
-use super::server::{respond, AppState, Received, UNKNOWN};
+use super::review::{respond, AppState, Received, UNKNOWN};
 use super::{Registry, Validating};
 use crate::plugin::{AdmissionRequest, CacheView, CallError, CallSpec, Operation};
 use crate::telemetry::Metrics;
@@ -55,7 +55,7 @@ pub(super) async fn handle(State(s): State<AppState>, Path(name): Path<String>, 
     let busy = || {
         s.metrics.mutation.get_or_create(&Metrics::result_labels(label, "busy")).inc();
     };
-    let r = match super::server::receive(&s, request, busy).await {
+    let r = match super::review::receive(&s, request, busy).await {
         Ok(r) => r,
         Err(response) => return response,
     };

@@ -13,12 +13,11 @@
 //! for the object's reconcile): a caller other than the API server could choose it, unless callers are authenticated.
 
 use super::certs::Resolver;
+use super::review::AppState;
 use super::Registry;
 use crate::telemetry::Metrics;
-use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use axum::{Json, Router};
-use kube::core::admission::AdmissionResponse;
+use axum::Router;
 use rustls::pki_types::CertificateDer;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -30,21 +29,11 @@ use tokio_rustls::TlsAcceptor;
 
 /// How long a client has for its TLS handshake.
 const HANDSHAKE: Duration = Duration::from_secs(10);
-/// Largest AdmissionReview read: an object and its old version, each at most etcd's 1.5 MiB.
-pub const MAX_BODY: usize = 4 << 20;
 /// Connections served at once.
 pub const MAX_CONNECTIONS: usize = 128;
 /// Requests read, parsed and decided at once; more wait (within the webhook's timeout).
 pub const MAX_IN_FLIGHT: usize = 16;
-/// The metric label of requests for a plugin that does not validate here.
-pub const UNKNOWN: &str = "(unknown)";
-
-#[derive(Clone)]
-pub(super) struct AppState {
-    pub(super) registry: Arc<Registry>,
-    pub(super) metrics: Arc<Metrics>,
-    pub(super) in_flight: Arc<Semaphore>,
-}
+pub use super::review::{MAX_BODY, UNKNOWN};
 
 /// The webhook's routes.
 pub fn router(registry: Arc<Registry>, metrics: Arc<Metrics>) -> Router {
@@ -191,46 +180,4 @@ impl axum::serve::Listener for TlsListener {
     fn local_addr(&self) -> std::io::Result<Self::Addr> {
         Ok(self.addr)
     }
-}
-
-pub(super) fn respond(resp: AdmissionResponse) -> Response {
-    Json(resp.into_review()).into_response()
-}
-
-/// An admission request read within the webhook's bounds: the slot it holds while it is decided,
-/// the parsed request, and the raw object as the API server sent it (a patch must apply to it).
-pub(super) struct Received {
-    pub(super) _slot: OwnedSemaphorePermit,
-    pub(super) req: kube::core::admission::AdmissionRequest<kube::core::DynamicObject>,
-    pub(super) raw_object: Option<serde_json::Value>,
-}
-
-/// Waits for a slot (within the webhook's timeout) and reads one AdmissionReview; on failure, the
-/// response to send (busy, too large, not a review). `busy` counts a request turned away.
-pub(super) async fn receive(
-    s: &AppState,
-    request: axum::extract::Request,
-    busy: impl FnOnce(),
-) -> Result<Received, Response> {
-    use axum::http::StatusCode;
-    use kube::core::admission::AdmissionReview;
-    let timeout = s.registry.config().timeout;
-    let Ok(Ok(slot)) = tokio::time::timeout(timeout, s.in_flight.clone().acquire_owned()).await else {
-        busy();
-        return Err((StatusCode::SERVICE_UNAVAILABLE, "the webhook is busy").into_response());
-    };
-    let body = axum::body::to_bytes(request.into_body(), MAX_BODY).await.map_err(|e| {
-        (StatusCode::PAYLOAD_TOO_LARGE, format!("body not read (at most {MAX_BODY} bytes): {e}")).into_response()
-    })?;
-    let bad =
-        |msg: String| (StatusCode::BAD_REQUEST, Json(AdmissionResponse::invalid(msg).into_review())).into_response();
-    let review: AdmissionReview<kube::core::DynamicObject> =
-        serde_json::from_slice(&body).map_err(|e| bad(format!("not an AdmissionReview: {e}")))?;
-    let req: kube::core::admission::AdmissionRequest<_> =
-        review.try_into().map_err(|e| bad(format!("an AdmissionReview without a request: {e}")))?;
-    let raw_object = serde_json::from_slice::<serde_json::Value>(&body)
-        .ok()
-        .and_then(|mut v| v.pointer_mut("/request/object").map(serde_json::Value::take))
-        .filter(serde_json::Value::is_object);
-    Ok(Received { _slot: slot, req, raw_object })
 }

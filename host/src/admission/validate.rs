@@ -4,7 +4,7 @@
 //! allowed.
 
 use super::decide::{self, Verdict};
-use super::server::{respond, AppState, MAX_BODY, UNKNOWN};
+use super::review::{respond, AppState, MAX_BODY, UNKNOWN};
 use super::Registry;
 use crate::plugin::{AdmissionRequest, CacheView, CallSpec, Operation};
 use crate::telemetry::Metrics;
