@@ -8,13 +8,18 @@
 //! endpoint; [`decide`] turns a plugin's answer, or its failure under the failure policy, into a
 //! response; [`certs`] owns the serving certificate (a self-signed CA kept in a Secret, rotated,
 //! or a certificate someone else — cert-manager — writes there); [`webhooks`] keeps the
-//! ValidatingWebhookConfiguration and its `caBundle` current (the leader only).
+//! ValidatingWebhookConfiguration and its `caBundle` current (the leader only). Conversion:
+//! `convert` serves `/convert/<plugin>`, [`roundtrip`] checks what a plugin returns, and
+//! [`conversion`] keeps the granted CRDs' `spec.conversion` (the leader only).
 //!
 //! Floor 10 of 0–15 (`docs/ARCHITECTURE.md`). May use: `leader`, `outcome`, `plugin`, `telemetry`,
 //! `vocab`, `watch`. Used by: `cli`, `controller`, `hotswap`, `offline`.
 
 pub mod certs;
+pub mod conversion;
+mod convert;
 pub mod decide;
+pub mod roundtrip;
 pub mod server;
 mod validate;
 pub mod webhooks;
@@ -108,6 +113,14 @@ pub async fn start(
     let resolver = Arc::new(certs::Resolver::default());
     let (ca_tx, ca_rx) = tokio::sync::watch::channel(None);
     tokio::spawn(certs::run(config.clone(), client.clone(), resolver.clone(), leadership.clone(), ca_tx, stop.clone()));
+    tokio::spawn(conversion::run(
+        config.clone(),
+        client.clone(),
+        registry.clone(),
+        ca_rx.clone(),
+        leadership.clone(),
+        stop.clone(),
+    ));
     tokio::spawn(webhooks::run(config.clone(), client, registry.clone(), ca_rx, leadership, stop.clone()));
     tokio::spawn(registry.clone().follow(stop.clone()));
     let router = server::router(registry.clone(), metrics);

@@ -49,7 +49,10 @@ pub(super) struct AppState {
 /// The webhook's routes.
 pub fn router(registry: Arc<Registry>, metrics: Arc<Metrics>) -> Router {
     let in_flight = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
-    Router::new().route("/validate/{plugin}", post(super::validate::handle)).with_state(AppState {
+    Router::new()
+        .route("/validate/{plugin}", post(super::validate::handle))
+        .route("/convert/{plugin}", post(super::convert::handle))
+        .with_state(AppState {
         registry,
         metrics,
         in_flight,

@@ -38,7 +38,7 @@ impl Supervisor {
             .filter(|(_, s)| !s.removed && !s.entry.as_ref().is_some_and(|e| e.suspend))
             .filter_map(|(file, s)| {
                 let p = s.good.clone()?;
-                if !p.info.validates || self.claim_holder(file, &p.info.primary).is_some() {
+                if !(p.info.validates || p.info.converts()) || self.claim_holder(file, &p.info.primary).is_some() {
                     return None;
                 }
                 let failure_policy = s.entry.as_ref().and_then(|e| e.failure_policy);

@@ -143,10 +143,12 @@ pub struct Metrics {
     /// `failure`, `rejected`).
     pub finalize: Family<ResultLabels, Counter>,
     /// Admission requests answered, by plugin and result (`allowed`, `denied`, `error`,
-    /// `error_ignored`).
+    /// `error_ignored`; conversions: `converted`, `convert_failed`).
     pub admission: Family<ResultLabels, Counter>,
     /// Time to answer an admission request.
     pub admission_seconds: Family<PluginLabel, Histogram, fn() -> Histogram>,
+    /// Sampled conversions that did not round-trip (A → B → A did not give A back).
+    pub conversion_round_trip_failures: Family<PluginLabel, Counter>,
     /// Objects a watch received outside this replica's shard (dropped; none when the API server
     /// slices the watch).
     pub shard_outside: Family<KindLabel, Counter>,
@@ -198,6 +200,7 @@ impl Metrics {
             finalize: Family::default(),
             admission: Family::default(),
             admission_seconds: Family::new_with_constructor(seconds_histogram),
+            conversion_round_trip_failures: Family::default(),
             shard_outside: Family::default(),
             shard_range_ppm: Gauge::default(),
             shard_unheld_ppm: Gauge::default(),
@@ -267,13 +270,18 @@ impl Metrics {
         );
         registry.register(
             "admission_requests",
-            "Admission requests answered, by result (allowed, denied, error, error_ignored)",
+            "Admission requests answered, by result (allowed, denied, error, error_ignored; conversions: converted, convert_failed)",
             m.admission.clone(),
         );
         registry.register(
             "admission_duration_seconds",
             "Time to answer an admission request",
             m.admission_seconds.clone(),
+        );
+        registry.register(
+            "conversion_round_trip_failures",
+            "Sampled CRD conversions that did not round-trip (converted back, the object differed)",
+            m.conversion_round_trip_failures.clone(),
         );
         registry.register(
             "watch_objects_outside_shard",
