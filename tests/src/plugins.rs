@@ -17,6 +17,8 @@ pub const SELFHEAL: &str = env!("KWOP_PLUGIN_SELFHEAL");
 /// Fin → ConfigMap copies in other namespaces; its finalize misbehaves on demand
 /// (tests/plugins/finalizer, `kwop:reconciler@0.2`).
 pub const FINALIZER: &str = env!("KWOP_PLUGIN_FINALIZER");
+/// Converts conv.kwop.dev Conv objects between v1 and v2, well or badly as spec.mode says.
+pub const CONVERTER: &str = env!("KWOP_PLUGIN_CONVERTER");
 /// The config-sync example (examples/config-sync): ConfigSync → copies of a ConfigMap or Secret.
 pub const CONFIG_SYNC: &str = env!("KWOP_PLUGIN_CONFIG_SYNC");
 /// A valid component of another world (a WASI command).

@@ -102,7 +102,8 @@ pub async fn run(
             for (name, v) in registry.all().iter() {
                 if v.plugin.info.converts() && v.plugin.grants.conversion && !v.primary.gvk.group.is_empty() {
                     let crd = format!("{}.{}", v.primary.resource.plural, v.primary.gvk.group);
-                    let w = Wanted { plugin: name.clone(), key: v.key.clone(), converts: v.plugin.info.converts.clone() };
+                    let w =
+                        Wanted { plugin: name.clone(), key: v.key.clone(), converts: v.plugin.info.converts.clone() };
                     wanted.insert(crd, w);
                 }
             }
@@ -214,7 +215,10 @@ mod tests {
         assert_eq!(w["strategy"], "Webhook");
         assert_eq!(w["webhook"]["conversionReviewVersions"], json!(["v1"]));
         let c = &w["webhook"]["clientConfig"];
-        assert_eq!(c["service"], json!({"namespace": "kwop-system", "name": "kwop-webhook", "path": "/convert/guest-foo", "port": 443}));
+        assert_eq!(
+            c["service"],
+            json!({"namespace": "kwop-system", "name": "kwop-webhook", "path": "/convert/guest-foo", "port": 443})
+        );
         assert_eq!(c["caBundle"], base64::engine::general_purpose::STANDARD.encode("CA"));
         let url = webhook(&config(Endpoint::Url("https://127.0.0.1:9443/".into())), "p", None);
         assert_eq!(url["webhook"]["clientConfig"], json!({"url": "https://127.0.0.1:9443/convert/p"}));

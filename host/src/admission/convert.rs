@@ -34,7 +34,8 @@ pub const ROUND_TRIPS: usize = 2;
 /// The event reason of a conversion that does not round-trip.
 pub const REASON_NOT_ROUND_TRIP: &str = "ConversionNotRoundTrip";
 /// The round trips' permits (one set per process: the host serves one webhook).
-static PERMITS: std::sync::LazyLock<Arc<Semaphore>> = std::sync::LazyLock::new(|| Arc::new(Semaphore::new(ROUND_TRIPS)));
+static PERMITS: std::sync::LazyLock<Arc<Semaphore>> =
+    std::sync::LazyLock::new(|| Arc::new(Semaphore::new(ROUND_TRIPS)));
 
 /// The plugin answering `/convert/<name>`, if it converts and is granted the conversion.
 pub(super) fn converter(registry: &Registry, name: &str) -> Option<Arc<Validating>> {
@@ -55,7 +56,9 @@ pub(super) async fn handle(State(s): State<AppState>, Path(name): Path<String>, 
     };
     let body = match axum::body::to_bytes(request.into_body(), MAX_BODY).await {
         Ok(b) => b,
-        Err(e) => return invalid(StatusCode::PAYLOAD_TOO_LARGE, format!("body not read (at most {MAX_BODY} bytes): {e}")),
+        Err(e) => {
+            return invalid(StatusCode::PAYLOAD_TOO_LARGE, format!("body not read (at most {MAX_BODY} bytes): {e}"))
+        }
     };
     let review: ConversionReview = match serde_json::from_slice(&body) {
         Ok(r) => r,

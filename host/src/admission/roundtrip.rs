@@ -35,10 +35,7 @@ pub fn converted(input: &Value, text: &str, desired: &str) -> Result<Value, Refu
     }
     let changes = differences(input.get("metadata"), out.get("metadata"));
     if !changes.is_empty() {
-        return Err(format!(
-            "it changed metadata, which a conversion must leave untouched ({})",
-            changes.join("; ")
-        ));
+        return Err(format!("it changed metadata, which a conversion must leave untouched ({})", changes.join("; ")));
     }
     Ok(out)
 }

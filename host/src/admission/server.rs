@@ -52,11 +52,7 @@ pub fn router(registry: Arc<Registry>, metrics: Arc<Metrics>) -> Router {
     Router::new()
         .route("/validate/{plugin}", post(super::validate::handle))
         .route("/convert/{plugin}", post(super::convert::handle))
-        .with_state(AppState {
-        registry,
-        metrics,
-        in_flight,
-    })
+        .with_state(AppState { registry, metrics, in_flight })
 }
 
 /// Serves the webhook on `addr` until `shutdown`, with certificates from `resolver`.
