@@ -86,6 +86,7 @@ async fn deploy_applies_and_its_service_account_is_enough_and_no_more() -> anyho
     for (verb, res, scope) in [
         ("create", "validatingwebhookconfigurations.admissionregistration.k8s.io", None),
         ("patch", "validatingwebhookconfigurations.admissionregistration.k8s.io/kwop", None),
+        ("patch", "mutatingwebhookconfigurations.admissionregistration.k8s.io/kwop", None),
         ("update", "secrets/kwop-webhook-tls", Some("kwop-system")),
         ("create", "secrets", Some("kwop-system")),
     ] {
@@ -94,7 +95,7 @@ async fn deploy_applies_and_its_service_account_is_enough_and_no_more() -> anyho
     for (verb, res, scope) in [
         ("patch", "validatingwebhookconfigurations.admissionregistration.k8s.io/someone-elses", None),
         ("delete", "validatingwebhookconfigurations.admissionregistration.k8s.io/kwop", None),
-        ("patch", "mutatingwebhookconfigurations.admissionregistration.k8s.io", None),
+        ("patch", "mutatingwebhookconfigurations.admissionregistration.k8s.io/someone-elses", None),
         ("update", "secrets/someone-elses", Some("kwop-system")),
         ("create", "secrets", Some(ns.as_str())),
     ] {

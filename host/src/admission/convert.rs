@@ -6,7 +6,10 @@
 //! failure policy in Kubernetes.
 //!
 //! Only a plugin that declares `converts` and whose ReconcilerPlugin grants the conversion
-//! answers. After a successful answer, when one of [`ROUND_TRIPS`] permits is free (sampled: under
+//! answers. Bounded as `/validate`: a slot of [`super::server::MAX_IN_FLIGHT`], a body of at most
+//! [`MAX_BODY`], the whole review within the webhook's timeout (each call within the plugin's own
+//! timeout too); counted in `kwop_conversion_requests_total{plugin,result}` (`converted`, `failed`,
+//! `busy`) and `kwop_conversion_duration_seconds`, traced as an `admission` span. After a successful answer, when one of [`ROUND_TRIPS`] permits is free (sampled: under
 //! load most reviews are not checked), the objects are converted back off the response path and
 //! [`super::roundtrip::check`]ed; a failure is a Warning event `ConversionNotRoundTrip` on the
 //! object (as the API server has it: the original) and the counter
@@ -47,7 +50,7 @@ pub(super) async fn handle(State(s): State<AppState>, Path(name): Path<String>, 
     let timeout = s.registry.config().timeout;
     let label = if converter(&s.registry, &name).is_some() { name.as_str() } else { UNKNOWN };
     let Ok(Ok(_slot)) = tokio::time::timeout(timeout, s.in_flight.clone().acquire_owned()).await else {
-        s.metrics.admission.get_or_create(&Metrics::result_labels(label, "busy")).inc();
+        s.metrics.conversion.get_or_create(&Metrics::result_labels(label, "busy")).inc();
         return (StatusCode::SERVICE_UNAVAILABLE, "the webhook is busy").into_response();
     };
     let invalid = |code: StatusCode, msg: String| {
@@ -80,10 +83,10 @@ pub(super) async fn handle(State(s): State<AppState>, Path(name): Path<String>, 
         )),
         Some(v) => tracing::Instrument::instrument(convert_all(v, &objects, &desired, deadline), span.clone()).await,
     };
-    let result = if answer.is_ok() { "converted" } else { "convert_failed" };
+    let result = if answer.is_ok() { "converted" } else { "failed" };
     span.record("result", result);
-    s.metrics.admission.get_or_create(&Metrics::result_labels(label, result)).inc();
-    s.metrics.admission_seconds.get_or_create(&Metrics::plugin(label)).observe(started.elapsed().as_secs_f64());
+    s.metrics.conversion.get_or_create(&Metrics::result_labels(label, result)).inc();
+    s.metrics.conversion_seconds.get_or_create(&Metrics::plugin(label)).observe(started.elapsed().as_secs_f64());
     let resp = ConversionResponse::for_request(req);
     let resp = match answer {
         Ok(converted) => {

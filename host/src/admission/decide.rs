@@ -103,20 +103,21 @@ pub fn verdict(plugin: &str, r: Result<RawValidate, CallError>, policy: FailureP
                 .collect(),
             error: None,
         },
-        Err(e) => {
-            let error = format!("{plugin} could not validate the object: {e}");
-            match policy {
-                FailurePolicy::Fail => {
-                    Verdict { allowed: false, warnings: vec![], violations: vec![], error: Some(error) }
-                }
-                FailurePolicy::Ignore => Verdict {
-                    allowed: true,
-                    warnings: vec![truncate(&format!("{error} (allowed: failure policy Ignore)"), MAX_WARNING)],
-                    violations: vec![],
-                    error: Some(error),
-                },
-            }
-        }
+        Err(e) => failed(format!("{plugin} could not validate the object: {e}"), policy),
+    }
+}
+
+/// The verdict when a plugin could not answer (`error` says why): refused under `Fail`, allowed
+/// with a warning under `Ignore`.
+pub fn failed(error: String, policy: FailurePolicy) -> Verdict {
+    match policy {
+        FailurePolicy::Fail => Verdict { allowed: false, warnings: vec![], violations: vec![], error: Some(error) },
+        FailurePolicy::Ignore => Verdict {
+            allowed: true,
+            warnings: vec![truncate(&format!("{error} (allowed: failure policy Ignore)"), MAX_WARNING)],
+            violations: vec![],
+            error: Some(error),
+        },
     }
 }
 

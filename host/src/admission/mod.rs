@@ -19,6 +19,8 @@ pub mod certs;
 pub mod conversion;
 mod convert;
 pub mod decide;
+mod mutate;
+pub mod mutation;
 pub mod roundtrip;
 pub mod server;
 mod validate;

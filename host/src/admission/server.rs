@@ -51,6 +51,7 @@ pub fn router(registry: Arc<Registry>, metrics: Arc<Metrics>) -> Router {
     let in_flight = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
     Router::new()
         .route("/validate/{plugin}", post(super::validate::handle))
+        .route("/mutate/{plugin}", post(super::mutate::handle))
         .route("/convert/{plugin}", post(super::convert::handle))
         .with_state(AppState { registry, metrics, in_flight })
 }
@@ -195,4 +196,42 @@ impl axum::serve::Listener for TlsListener {
 
 pub(super) fn respond(resp: AdmissionResponse) -> Response {
     Json(resp.into_review()).into_response()
+}
+
+/// An admission request read within the webhook's bounds: the slot it holds while it is decided,
+/// the parsed request, and the raw object as the API server sent it (a patch must apply to it).
+pub(super) struct Received {
+    pub(super) _slot: OwnedSemaphorePermit,
+    pub(super) req: kube::core::admission::AdmissionRequest<kube::core::DynamicObject>,
+    pub(super) raw_object: Option<serde_json::Value>,
+}
+
+/// Waits for a slot (within the webhook's timeout) and reads one AdmissionReview; on failure, the
+/// response to send (busy, too large, not a review). `busy` counts a request turned away.
+pub(super) async fn receive(
+    s: &AppState,
+    request: axum::extract::Request,
+    busy: impl FnOnce(),
+) -> Result<Received, Response> {
+    use axum::http::StatusCode;
+    use kube::core::admission::AdmissionReview;
+    let timeout = s.registry.config().timeout;
+    let Ok(Ok(slot)) = tokio::time::timeout(timeout, s.in_flight.clone().acquire_owned()).await else {
+        busy();
+        return Err((StatusCode::SERVICE_UNAVAILABLE, "the webhook is busy").into_response());
+    };
+    let body = axum::body::to_bytes(request.into_body(), MAX_BODY).await.map_err(|e| {
+        (StatusCode::PAYLOAD_TOO_LARGE, format!("body not read (at most {MAX_BODY} bytes): {e}")).into_response()
+    })?;
+    let bad =
+        |msg: String| (StatusCode::BAD_REQUEST, Json(AdmissionResponse::invalid(msg).into_review())).into_response();
+    let review: AdmissionReview<kube::core::DynamicObject> =
+        serde_json::from_slice(&body).map_err(|e| bad(format!("not an AdmissionReview: {e}")))?;
+    let req: kube::core::admission::AdmissionRequest<_> =
+        review.try_into().map_err(|e| bad(format!("an AdmissionReview without a request: {e}")))?;
+    let raw_object = serde_json::from_slice::<serde_json::Value>(&body)
+        .ok()
+        .and_then(|mut v| v.pointer_mut("/request/object").map(serde_json::Value::take))
+        .filter(serde_json::Value::is_object);
+    Ok(Received { _slot: slot, req, raw_object })
 }

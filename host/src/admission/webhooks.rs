@@ -1,6 +1,7 @@
-//! The ValidatingWebhookConfiguration the host keeps: one webhook per plugin that validates, for
-//! CREATE and UPDATE of its primary kind (in the namespaces it is granted), pointing at this
-//! host's Service (or URL) with the CA the API server must trust. Written by the leader with
+//! The ValidatingWebhookConfiguration and MutatingWebhookConfiguration the host keeps (both named
+//! `--webhook-configuration`): one webhook per plugin that validates (or mutates), for CREATE and
+//! UPDATE of its primary kind (in the namespaces it is granted), pointing at this host's Service
+//! (or URL) with the CA the API server must trust. Written by the leader with
 //! server-side apply whenever the plugins, their policies or the CA change, and every minute
 //! (a hand edit is put back); a plugin that goes loses its webhook. The configuration stays when
 //! the host stops: the failure policy then decides (`Fail`: requests are refused; `Ignore`:
@@ -12,7 +13,7 @@ use crate::vocab::grants::Namespaces;
 use crate::vocab::FailurePolicy;
 use crate::watch::Resolved;
 use base64::Engine as _;
-use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
+use k8s_openapi::api::admissionregistration::v1::{MutatingWebhookConfiguration, ValidatingWebhookConfiguration};
 use kube::api::{Api, Patch, PatchParams};
 use kube::Client;
 use serde_json::{json, Value};
@@ -31,12 +32,44 @@ pub fn webhook_name(plugin: &str) -> String {
     format!("{plugin}.kwop.dev")
 }
 
-/// The whole configuration for these plugins.
-pub fn desired(config: &AdmissionConfig, plugins: &BTreeMap<String, Arc<Validating>>, ca: Option<&str>) -> Value {
+/// Which of the two configurations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hook {
+    /// `validate`: `/validate/<plugin>`.
+    Validating,
+    /// `mutate`: `/mutate/<plugin>`.
+    Mutating,
+}
+
+impl Hook {
+    fn kind(self) -> &'static str {
+        match self {
+            Hook::Validating => "ValidatingWebhookConfiguration",
+            Hook::Mutating => "MutatingWebhookConfiguration",
+        }
+    }
+
+    fn serves(self, v: &Validating) -> bool {
+        match self {
+            Hook::Validating => v.plugin.info.validates,
+            Hook::Mutating => v.plugin.info.mutates(),
+        }
+    }
+}
+
+/// The whole configuration of `hook` for these plugins.
+pub fn desired(
+    config: &AdmissionConfig,
+    hook: Hook,
+    plugins: &BTreeMap<String, Arc<Validating>>,
+    ca: Option<&str>,
+) -> Value {
     let webhooks: Vec<Value> = plugins
         .iter()
-        .filter(|(_, v)| v.plugin.info.validates)
-        .filter_map(|(name, v)| webhook(config, name, &v.primary, v.failure_policy, &v.plugin.grants.namespaces, ca))
+        .filter(|(_, v)| hook.serves(v))
+        .filter_map(|(name, v)| {
+            webhook(config, hook, name, &v.primary, v.failure_policy, &v.plugin.grants.namespaces, ca)
+        })
         .collect();
     let mut meta = json!({ "name": config.configuration, "labels": { "app.kubernetes.io/managed-by": "kwop" } });
     if config.certs == CertSource::External {
@@ -46,7 +79,7 @@ pub fn desired(config: &AdmissionConfig, plugins: &BTreeMap<String, Arc<Validati
     }
     json!({
         "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingWebhookConfiguration",
+        "kind": hook.kind(),
         "metadata": meta,
         "webhooks": webhooks,
     })
@@ -55,13 +88,17 @@ pub fn desired(config: &AdmissionConfig, plugins: &BTreeMap<String, Arc<Validati
 /// The webhook of one plugin; `None` when it acts in no namespace this host watches.
 fn webhook(
     config: &AdmissionConfig,
+    hook: Hook,
     name: &str,
     p: &Resolved,
     policy: FailurePolicy,
     granted: &Namespaces,
     ca: Option<&str>,
 ) -> Option<Value> {
-    let path = format!("/validate/{name}");
+    let path = match hook {
+        Hook::Validating => format!("/validate/{name}"),
+        Hook::Mutating => format!("/mutate/{name}"),
+    };
     let mut client = match &config.endpoint {
         Endpoint::Service { namespace, name: svc } => {
             json!({ "service": { "namespace": namespace, "name": svc, "path": path, "port": 443 } })
@@ -71,7 +108,7 @@ fn webhook(
     if let (CertSource::SelfSigned, Some(ca)) = (config.certs, ca) {
         client["caBundle"] = json!(base64::engine::general_purpose::STANDARD.encode(ca));
     }
-    let mut hook = json!({
+    let mut h = json!({
         "name": webhook_name(name),
         "admissionReviewVersions": ["v1"],
         "sideEffects": "None",
@@ -87,6 +124,10 @@ fn webhook(
             "scope": if p.namespaced { "Namespaced" } else { "Cluster" },
         }],
     });
+    if hook == Hook::Mutating {
+        // Asked again if a later mutating webhook changed the object (see `super::mutate`).
+        h["reinvocationPolicy"] = json!("IfNeeded");
+    }
     // Only where the plugin acts: its granted namespaces, within the one the host watches.
     let granted: Option<Vec<&String>> = match granted {
         Namespaces::Listed(list) => Some(list.iter().collect()),
@@ -102,14 +143,14 @@ fn webhook(
         if names.is_empty() {
             return None;
         }
-        hook["namespaceSelector"] = json!({ "matchExpressions": [{
+        h["namespaceSelector"] = json!({ "matchExpressions": [{
             "key": "kubernetes.io/metadata.name", "operator": "In", "values": names,
         }] });
     }
-    Some(hook)
+    Some(h)
 }
 
-/// Keeps the configuration current while this replica leads, until `stop`.
+/// Keeps both configurations current while this replica leads, until `stop`.
 pub async fn run(
     config: AdmissionConfig,
     client: Client,
@@ -118,31 +159,39 @@ pub async fn run(
     leadership: Arc<Leadership>,
     stop: tokio_util::sync::CancellationToken,
 ) {
-    let api: Api<ValidatingWebhookConfiguration> = Api::all(client);
+    let validating: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
+    let mutating: Api<MutatingWebhookConfiguration> = Api::all(client);
     let mut plugins = registry.subscribe();
-    let mut applied: Option<Value> = None;
+    let mut applied: [Option<Value>; 2] = [None, None];
     loop {
-        let want = desired(&config, &registry.all(), ca.borrow().as_deref());
         let ready = config.certs == CertSource::External || ca.borrow().is_some();
-        if ready && leadership.may_write() && applied.as_ref() != Some(&want) {
+        for (i, hook) in [Hook::Validating, Hook::Mutating].into_iter().enumerate() {
+            let want = desired(&config, hook, &registry.all(), ca.borrow().as_deref());
+            if !ready || !leadership.may_write() || applied[i].as_ref() == Some(&want) {
+                continue;
+            }
             let pp = PatchParams::apply(FIELD_MANAGER).force();
-            match api.patch(&config.configuration, &pp, &Patch::Apply(&want)).await {
-                Ok(_) => {
-                    tracing::info!(configuration = %config.configuration, webhooks = want["webhooks"].as_array().map_or(0, Vec::len),
-                        "validating webhook configuration applied");
-                    applied = Some(want);
+            let r = match hook {
+                Hook::Validating => validating.patch(&config.configuration, &pp, &Patch::Apply(&want)).await.map(drop),
+                Hook::Mutating => mutating.patch(&config.configuration, &pp, &Patch::Apply(&want)).await.map(drop),
+            };
+            match r {
+                Ok(()) => {
+                    tracing::info!(configuration = %config.configuration, kind = hook.kind(),
+                        webhooks = want["webhooks"].as_array().map_or(0, Vec::len), "webhook configuration applied");
+                    applied[i] = Some(want);
                 }
-                Err(e) => {
-                    tracing::warn!(configuration = %config.configuration, "cannot apply the validating webhook configuration: {e}")
-                }
+                Err(e) => tracing::warn!(configuration = %config.configuration, kind = hook.kind(),
+                    "cannot apply the webhook configuration: {e}"),
             }
         }
+        let all = applied.iter().all(Option::is_some);
         tokio::select! {
             _ = stop.cancelled() => return,
             _ = plugins.changed() => {}
             _ = ca.changed() => {}
             // Also a retry after a failure, a leadership gained, a hand edit undone.
-            _ = tokio::time::sleep(if applied.is_some() { REFRESH } else { Duration::from_secs(2) }) => applied = None,
+            _ = tokio::time::sleep(if all { REFRESH } else { Duration::from_secs(2) }) => applied = [None, None],
         }
     }
 }
@@ -178,8 +227,8 @@ mod tests {
     fn a_webhook_covers_create_and_update_of_the_primary_where_the_plugin_acts() {
         let svc = Endpoint::Service { namespace: "kwop-system".into(), name: "kwop-webhook".into() };
         let c = config(svc, None);
-        let h =
-            webhook(&c, "guest-foo", &foo(), FailurePolicy::Ignore, &Namespaces::Own, Some("CA")).expect("a webhook");
+        let h = webhook(&c, Hook::Validating, "guest-foo", &foo(), FailurePolicy::Ignore, &Namespaces::Own, Some("CA"))
+            .expect("a webhook");
         assert_eq!(h["name"], "guest-foo.kwop.dev");
         assert_eq!(h["failurePolicy"], "Ignore");
         assert_eq!(h["timeoutSeconds"], 30, "clamped to the API server's limit");
@@ -191,11 +240,25 @@ mod tests {
         // Granted namespaces within the one watched: the intersection; none left: no webhook.
         let listed = Namespaces::Listed(["a".to_string(), "b".to_string()].into());
         let url = config(Endpoint::Url("https://127.0.0.1:9443/".into()), Some("b"));
-        let h = webhook(&url, "p", &foo(), FailurePolicy::Fail, &listed, None).expect("a webhook");
+        let h = webhook(&url, Hook::Validating, "p", &foo(), FailurePolicy::Fail, &listed, None).expect("a webhook");
         assert_eq!(h["clientConfig"]["url"], "https://127.0.0.1:9443/validate/p");
         assert!(h["clientConfig"].get("caBundle").is_none(), "no CA yet");
         assert_eq!(h["namespaceSelector"]["matchExpressions"][0]["values"], json!(["b"]));
         let elsewhere = config(Endpoint::Url("https://h".into()), Some("c"));
-        assert!(webhook(&elsewhere, "p", &foo(), FailurePolicy::Fail, &listed, None).is_none());
+        assert!(webhook(&elsewhere, Hook::Validating, "p", &foo(), FailurePolicy::Fail, &listed, None).is_none());
+    }
+
+    #[test]
+    fn a_mutating_webhook_calls_mutate_and_is_asked_again_if_needed() {
+        let c = config(Endpoint::Url("https://127.0.0.1:9443".into()), None);
+        let h = webhook(&c, Hook::Mutating, "p", &foo(), FailurePolicy::Fail, &Namespaces::Own, Some("CA"))
+            .expect("a webhook");
+        assert_eq!(h["clientConfig"]["url"], "https://127.0.0.1:9443/mutate/p");
+        assert_eq!(h["reinvocationPolicy"], "IfNeeded");
+        assert_eq!(h["sideEffects"], "None");
+        let v =
+            webhook(&c, Hook::Validating, "p", &foo(), FailurePolicy::Fail, &Namespaces::Own, None).expect("a webhook");
+        assert!(v.get("reinvocationPolicy").is_none());
+        assert_eq!(desired(&c, Hook::Mutating, &BTreeMap::new(), None)["kind"], "MutatingWebhookConfiguration");
     }
 }

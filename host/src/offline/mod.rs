@@ -13,7 +13,7 @@ mod validate;
 
 pub use convert::{convert_offline, round_trips};
 pub use files::{collect, load_crds, read_objects};
-pub use validate::validate_offline;
+pub use validate::{mutate_offline, validate_offline};
 
 use crate::outcome::{self, FenceContext, OutcomeLimits};
 use crate::plugin::{LoadedPlugin, PrimaryScope, Request, StaticCache};

@@ -229,4 +229,14 @@ impl LoadedPlugin {
     ) -> Result<RawValidate, CallError> {
         self.engine().block_on(self.validate(req.clone(), spec, cache, None))
     }
+
+    /// [`LoadedPlugin::mutate`], blocking (for the offline tools).
+    pub fn mutate_with(
+        &self,
+        req: &AdmissionRequest,
+        spec: CallSpec,
+        cache: Arc<dyn crate::plugin::CacheView>,
+    ) -> Result<RawMutate, CallError> {
+        self.engine().block_on(self.mutate(req.clone(), spec, cache, None))
+    }
 }

@@ -143,10 +143,18 @@ pub struct Metrics {
     /// `failure`, `rejected`).
     pub finalize: Family<ResultLabels, Counter>,
     /// Admission requests answered, by plugin and result (`allowed`, `denied`, `error`,
-    /// `error_ignored`; conversions: `converted`, `convert_failed`).
+    /// `error_ignored`).
     pub admission: Family<ResultLabels, Counter>,
     /// Time to answer an admission request.
     pub admission_seconds: Family<PluginLabel, Histogram, fn() -> Histogram>,
+    /// Mutation requests answered, by result.
+    pub mutation: Family<ResultLabels, Counter>,
+    /// Time to answer a mutation request.
+    pub mutation_seconds: Family<PluginLabel, Histogram, fn() -> Histogram>,
+    /// Conversion requests (ConversionReviews) answered, by result (`converted`, `failed`, `busy`).
+    pub conversion: Family<ResultLabels, Counter>,
+    /// Time to answer a conversion request.
+    pub conversion_seconds: Family<PluginLabel, Histogram, fn() -> Histogram>,
     /// Sampled conversions that did not round-trip (A → B → A did not give A back).
     pub conversion_round_trip_failures: Family<PluginLabel, Counter>,
     /// Objects a watch received outside this replica's shard (dropped; none when the API server
@@ -200,6 +208,10 @@ impl Metrics {
             finalize: Family::default(),
             admission: Family::default(),
             admission_seconds: Family::new_with_constructor(seconds_histogram),
+            mutation: Family::default(),
+            mutation_seconds: Family::new_with_constructor(seconds_histogram),
+            conversion: Family::default(),
+            conversion_seconds: Family::new_with_constructor(seconds_histogram),
             conversion_round_trip_failures: Family::default(),
             shard_outside: Family::default(),
             shard_range_ppm: Gauge::default(),
@@ -270,13 +282,29 @@ impl Metrics {
         );
         registry.register(
             "admission_requests",
-            "Admission requests answered, by result (allowed, denied, error, error_ignored; conversions: converted, convert_failed)",
+            "Admission requests answered, by result (allowed, denied, error, error_ignored)",
             m.admission.clone(),
         );
         registry.register(
             "admission_duration_seconds",
             "Time to answer an admission request",
             m.admission_seconds.clone(),
+        );
+        registry.register(
+            "mutation_requests",
+            "Mutation requests answered, by result (mutated, unchanged, denied, error, error_ignored, busy)",
+            m.mutation.clone(),
+        );
+        registry.register("mutation_duration_seconds", "Time to answer a mutation request", m.mutation_seconds.clone());
+        registry.register(
+            "conversion_requests",
+            "CRD conversion requests answered, by result (converted, failed, busy)",
+            m.conversion.clone(),
+        );
+        registry.register(
+            "conversion_duration_seconds",
+            "Time to answer a CRD conversion request",
+            m.conversion_seconds.clone(),
         );
         registry.register(
             "conversion_round_trip_failures",

@@ -3,7 +3,7 @@
 //! retried until the webhook answers.
 
 use super::host;
-use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
+use k8s_openapi::api::admissionregistration::v1::{MutatingWebhookConfiguration, ValidatingWebhookConfiguration};
 use kube::api::{Api, DeleteParams};
 use kube::Client;
 use kwop_tests::{procs::free_port, wait, ControlPlane, Host};
@@ -55,9 +55,31 @@ pub async fn configured(client: &Client, name: &str, plugin: &str) -> anyhow::Re
     .await
 }
 
-/// Deletes the webhook configuration `name` (the plane is shared: a stopped host's would stay).
+/// The host's mutating webhook configuration `name`, once it names `plugin` with a caBundle.
+pub async fn configured_mutating(
+    client: &Client,
+    name: &str,
+    plugin: &str,
+) -> anyhow::Result<MutatingWebhookConfiguration> {
+    let api: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
+    wait::until(&format!("mutating webhook configuration {name} for {plugin}"), Duration::from_secs(90), || async {
+        let c = api.get_opt(name).await.map_err(|e| e.to_string())?;
+        let ready = c.as_ref().is_some_and(|c| {
+            c.webhooks.iter().flatten().any(|w| {
+                w.name == format!("{plugin}.kwop.dev")
+                    && w.client_config.ca_bundle.as_ref().is_some_and(|b| !b.0.is_empty())
+            })
+        });
+        Ok(c.filter(|_| ready))
+    })
+    .await
+}
+
+/// Deletes the webhook configurations `name` (the plane is shared: a stopped host's would stay).
 pub async fn remove_configuration(client: &Client, name: &str) {
     let api: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
+    let _ = api.delete(name, &DeleteParams::default()).await;
+    let api: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
     let _ = api.delete(name, &DeleteParams::default()).await;
 }
 

@@ -1,5 +1,5 @@
 //! `kwop plugin ...`: the offline tools, one dispatcher over independent subcommands, one file
-//! each — `inspect` (and `list`), `reconcile`, `validate`, `test`, `replay`, `new`, `push` and
+//! each — `inspect` (and `list`), `reconcile`, `validate` and `mutate`, `test`, `replay`, `new`, `push` and
 //! `pull` (`oci`). A subcommand parses nothing and shares nothing with its siblings: what two of
 //! them need (reading objects, CRDs and fixture folders, one offline reconcile or admission
 //! call) is the offline engine below them (`crate::offline`); what all need from the command
@@ -71,6 +71,33 @@ pub enum PluginCommand {
     /// [{"field":..,"message":..}]} (with "message", what kubectl would print, when refused);
     /// exits 1 when the object is refused or the plugin fails.
     Validate {
+        /// The component.
+        file: PathBuf,
+        /// The object to admit (JSON or YAML file, or - for stdin).
+        #[arg(long)]
+        object: PathBuf,
+        /// The stored object, for an UPDATE.
+        #[arg(long)]
+        old: Option<PathBuf>,
+        /// Objects for the cache (as `reconcile --observed`). Repeatable.
+        #[arg(long)]
+        observed: Vec<PathBuf>,
+        /// CustomResourceDefinition files (which kinds are namespaced).
+        #[arg(long = "crd", value_name = "FILE")]
+        crds: Vec<PathBuf>,
+        /// The request's instant, RFC 3339 [default: now].
+        #[arg(long, value_parser = humantime::parse_rfc3339_weak)]
+        now: Option<std::time::SystemTime>,
+        /// Sandbox limits.
+        #[command(flatten)]
+        sandbox: SandboxArgs,
+    },
+    /// Run a plugin's `mutate` offline, as the host's mutating webhook would for a CREATE (or,
+    /// with --old, an UPDATE) of the object, with the host's check that it changes only what the
+    /// plugin declared. Prints the verdict with, when allowed, "patch" (the JSONPatch the API
+    /// server would get) and "object" (as it would be stored); exits 1 when the object is refused,
+    /// the mutation oversteps or the plugin fails.
+    Mutate {
         /// The component.
         file: PathBuf,
         /// The object to admit (JSON or YAML file, or - for stdin).
@@ -175,6 +202,10 @@ pub fn run(cmd: PluginCommand) -> anyhow::Result<ExitCode> {
         PluginCommand::Validate { file, object, old, observed, crds, now, sandbox } => {
             let p = load(&file, &sandbox)?;
             reconcile::validate(&p, &object, old.as_deref(), &observed, &crds, now)
+        }
+        PluginCommand::Mutate { file, object, old, observed, crds, now, sandbox } => {
+            let p = load(&file, &sandbox)?;
+            reconcile::mutate(&p, &object, old.as_deref(), &observed, &crds, now)
         }
         PluginCommand::Test { file, fixtures, crds, update, ignore, sandbox } => {
             let schemas = crate::offline::load_crds(&crds)?;

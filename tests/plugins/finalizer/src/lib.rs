@@ -1,4 +1,4 @@
-//! A test plugin for the deletion lifecycle (`kwop:reconciler@0.2`). A `Fin` object gets a
+//! A test plugin for the deletion lifecycle (`kwop:reconciler@0.3`, through the SDK). A `Fin` object gets a
 //! ConfigMap `<name>` in each namespace of `spec.elsewhere` (a kind owned across namespaces,
 //! tracked by the host's labels) and reports `status.copies` and a Ready condition. When it is
 //! deleted, `finalize` does what `spec.finalize` says:
@@ -15,12 +15,14 @@
 //!
 //! It also validates (admission): `spec.validate` `deny` refuses with a violation of
 //! `spec.validate`, `warn` allows with a warning, `trap` panics, `loop` never returns (its
-//! deadline ends it); anything else allows.
+//! deadline ends it); anything else allows. It mutates (declaring `spec.note` only):
+//! `spec.mutate` `default` sets `spec.note` when unset, `deny` refuses, `trap` panics, `loop` never
+//! returns, `outside` changes `spec.validate` (not declared), `rename` changes `metadata.name`.
 
 use kwop_guest::conditions::{set_condition, Condition};
 use kwop_guest::serde_json::{json, Value};
 use kwop_guest::{
-    Admission, Context, Delete, Event, Failure, Finalize, Gvk, Info, Meta, Outcome, Reconciler, Violation,
+    Admission, Context, Delete, Event, Failure, Finalize, Gvk, Info, Meta, Mutation, Outcome, Reconciler, Violation,
 };
 use serde::Deserialize;
 
@@ -78,6 +80,23 @@ impl Reconciler for Finalizer {
             .owns_across_namespaces(config_map())
             .finalizes()
             .validates()
+            .mutates("spec.note")
+    }
+
+    fn mutate(req: Admission<Value>, _ctx: &Context) -> Result<Mutation, Vec<Violation>> {
+        let mut o = req.object;
+        match o.pointer("/spec/mutate").and_then(Value::as_str) {
+            Some("default") if o.pointer("/spec/note").is_none() => o["spec"]["note"] = json!("set by mutate"),
+            Some("deny") => return Err(vec![Violation::field("spec.mutate", "mutate says no")]),
+            Some("trap") => panic!("mutate exploded"),
+            Some("loop") => loop {
+                std::hint::black_box(0u64);
+            },
+            Some("outside") => o["spec"]["validate"] = json!("changed"),
+            Some("rename") => o["metadata"]["name"] = json!("renamed"),
+            _ => {}
+        }
+        Ok(Mutation::new(o))
     }
 
     fn validate(req: Admission<Fin>, _ctx: &Context) -> Result<Vec<String>, Vec<Violation>> {
