@@ -89,6 +89,7 @@ async fn deploy_applies_and_its_service_account_is_enough_and_no_more() -> anyho
         ("patch", "mutatingwebhookconfigurations.admissionregistration.k8s.io/kwop", None),
         ("update", "secrets/kwop-webhook-tls", Some("kwop-system")),
         ("create", "secrets", Some("kwop-system")),
+        ("patch", "customresourcedefinitions.apiextensions.k8s.io/foos.samplecontroller.k8s.io", None),
     ] {
         assert!(can_i(plane, verb, res, scope), "must be able to {verb} {res} in {scope:?}");
     }
@@ -98,6 +99,8 @@ async fn deploy_applies_and_its_service_account_is_enough_and_no_more() -> anyho
         ("patch", "mutatingwebhookconfigurations.admissionregistration.k8s.io/someone-elses", None),
         ("update", "secrets/someone-elses", Some("kwop-system")),
         ("create", "secrets", Some(ns.as_str())),
+        ("patch", "customresourcedefinitions.apiextensions.k8s.io/reconcilerplugins.kwop.dev", None),
+        ("update", "customresourcedefinitions.apiextensions.k8s.io/foos.samplecontroller.k8s.io", None),
     ] {
         assert!(!can_i(plane, verb, res, scope), "must NOT be able to {verb} {res} in {scope:?}");
     }

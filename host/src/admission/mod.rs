@@ -103,6 +103,7 @@ pub async fn start(
     pool: Arc<Pool>,
     metrics: Arc<crate::telemetry::Metrics>,
     leadership: Arc<crate::leader::Leadership>,
+    health: Arc<crate::telemetry::Health>,
     stop: tokio_util::sync::CancellationToken,
 ) -> anyhow::Result<Arc<Registry>> {
     // Taken now, or said now (the server binds again in its task).
@@ -113,6 +114,12 @@ pub async fn start(
     );
     let registry = Registry::new(config.clone(), pool, client.clone());
     let resolver = Arc::new(certs::Resolver::default());
+    // Not ready without a certificate: the Service sends the API server's requests (conversions
+    // above all, which no failure policy covers) to replicas that can answer.
+    let r = resolver.clone();
+    health.attach_webhook(Arc::new(move || {
+        (!r.has_certificate()).then(|| "the webhook has no serving certificate yet".to_string())
+    }));
     let (ca_tx, ca_rx) = tokio::sync::watch::channel(None);
     tokio::spawn(certs::run(config.clone(), client.clone(), resolver.clone(), leadership.clone(), ca_tx, stop.clone()));
     tokio::spawn(conversion::run(
