@@ -26,7 +26,7 @@ const WITHIN: Duration = Duration::from_secs(60);
 /// A host running the ReconcilerPlugins labelled `kwop.dev/test=<ns>` (their components in the
 /// ConfigMap `plugins` of `ns`), serving admission on a free port; returns it and its
 /// ValidatingWebhookConfiguration's name.
-fn converting_host(plane: &ControlPlane, ns: &str) -> anyhow::Result<(Host, String)> {
+fn converting_host(plane: &ControlPlane, ns: &str) -> anyhow::Result<(Host, String, u16)> {
     let port = free_port()?;
     let configuration = format!("kwop-{ns}");
     let args = [
@@ -39,7 +39,7 @@ fn converting_host(plane: &ControlPlane, ns: &str) -> anyhow::Result<(Host, Stri
         format!("--webhook-secret=webhook-{ns}"),
     ];
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    Ok((Host::start_reconciler_plugins(KWOP, plane, &plane.kubeconfig, &args, &[], true)?, configuration))
+    Ok((Host::start_reconciler_plugins(KWOP, plane, &plane.kubeconfig, &args, &[], true)?, configuration, port))
 }
 
 /// The ConfigMap `plugins` in `ns` holding `file` under `key`.
@@ -124,7 +124,7 @@ async fn guest_foo_serves_v1beta1_and_its_stanza_is_kept_then_given_back() -> an
         json!({ "source": { "configMap": { "name": "plugins", "key": "guest-foo.wasm" } }, "grants": grants })
     };
     rp::apply_rp(&client, &rp_name, &ns, spec(true)).await?;
-    let (host, configuration) = converting_host(plane, &ns)?;
+    let (host, configuration, port) = converting_host(plane, &ns)?;
     let crd = "foos.samplecontroller.k8s.io";
     converting(&client, crd, "guest-foo").await?;
 
@@ -134,6 +134,8 @@ async fn guest_foo_serves_v1beta1_and_its_stanza_is_kept_then_given_back() -> an
     assert!(applied.contains("created") || applied.contains("configured"), "{applied}");
     let beta = api_at(&client, &ns, "samplecontroller.k8s.io", "v1beta1", "Foo");
     let alpha = read_answered(&beta, "alpha").await.map_err(anyhow::Error::msg)?;
+    let alpha_stored =
+        serde_json::to_value(api_at(&client, &ns, "samplecontroller.k8s.io", "v1alpha1", "Foo").get("alpha").await?)?;
     assert_eq!(alpha.data["spec"], json!({ "deployment": { "name": "alpha-dep", "replicas": 1 } }), "{alpha:?}");
     assert_eq!(alpha.types.as_ref().map(|t| t.api_version.as_str()), Some("samplecontroller.k8s.io/v1beta1"));
 
@@ -169,6 +171,20 @@ async fn guest_foo_serves_v1beta1_and_its_stanza_is_kept_then_given_back() -> an
     })
     .await?;
     rp::status_where(&client, &rp_name, "Ready", WITHIN, rp::ready).await?;
+    // Asked anyway (a caller other than the API server, or a stale stanza): refused, saying why.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let http = reqwest::Client::builder().tls_danger_accept_invalid_certs(true).build()?;
+    let review = json!({ "apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview", "request": {
+        "uid": "u-1", "desiredAPIVersion": "samplecontroller.k8s.io/v1beta1", "objects": [alpha_stored] } });
+    let url = format!("https://127.0.0.1:{port}/convert/guest-foo");
+    let sent = http.post(&url).header("content-type", "application/json").body(review.to_string()).send().await?;
+    let answer: Value = serde_json::from_str(&sent.text().await?)?;
+    assert_eq!(answer["response"]["uid"], "u-1", "{answer}");
+    assert_eq!(answer["response"]["result"]["status"], "Failure", "{answer}");
+    let message = answer["response"]["result"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("does not grant the conversion"), "{answer}");
+    let not_a_review = http.post(&url).body("{").send().await?;
+    assert_eq!(not_a_review.status().as_u16(), 400);
     remove_configuration(&client, &configuration).await;
     Ok(())
 }
@@ -209,7 +225,7 @@ async fn a_bad_conversion_fails_the_read_by_name_or_is_caught_and_the_host_stays
     let source = json!({ "configMap": { "name": "plugins", "key": "converter.wasm" } });
     let rp_name = format!("converter-{ns}");
     rp::apply_rp(&client, &rp_name, &ns, json!({ "source": source, "grants": grants })).await?;
-    let (host, configuration) = converting_host(plane, &ns)?;
+    let (host, configuration, _) = converting_host(plane, &ns)?;
     let crd = "convs.conv.kwop.dev";
     converting(&client, crd, "converter").await?;
     let v2 = api_at(&client, &ns, "conv.kwop.dev", "v2", "Conv");
