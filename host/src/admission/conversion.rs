@@ -95,6 +95,8 @@ pub async fn run(
     let mut held: BTreeMap<String, String> = BTreeMap::new();
     // CRD → the refusal last said (said once per change).
     let mut refused: BTreeMap<String, String> = BTreeMap::new();
+    // CRD → the error last logged keeping it.
+    let mut failing: BTreeMap<String, String> = BTreeMap::new();
     loop {
         let ready = config.certs == CertSource::External || ca.borrow().is_some();
         if ready && leadership.may_write() {
@@ -130,8 +132,17 @@ pub async fn run(
                             refused.insert(crd.clone(), msg);
                         }
                     }
-                    Err(e) => tracing::warn!(crd = %crd, plugin = %w.plugin, "cannot keep the CRD's conversion: {e}"),
+                    Err(e) => {
+                        // Said once per different error (it is retried every few seconds).
+                        let e = e.to_string();
+                        if failing.get(crd) != Some(&e) {
+                            tracing::warn!(crd = %crd, plugin = %w.plugin, "cannot keep the CRD's conversion: {e}");
+                            failing.insert(crd.clone(), e);
+                        }
+                        continue;
+                    }
                 }
+                failing.remove(crd);
             }
             // Given back: grant revoked, plugin gone, or a version it does not convert.
             let back: Vec<String> =
@@ -151,6 +162,7 @@ pub async fn run(
                 }
             }
             refused.retain(|c, _| wanted.contains_key(c));
+            failing.retain(|c, _| wanted.contains_key(c));
         }
         tokio::select! {
             _ = stop.cancelled() => return,

@@ -12,8 +12,8 @@
 //! `convert` serves `/convert/<plugin>`, [`roundtrip`] checks what a plugin returns, and
 //! [`conversion`] keeps the granted CRDs' `spec.conversion` (the leader only).
 //!
-//! Floor 10 of 0–15 (`docs/ARCHITECTURE.md`). May use: `leader`, `outcome`, `plugin`, `telemetry`,
-//! `vocab`, `watch`. Used by: `cli`, `controller`, `hotswap`, `offline`.
+//! Floor 10 of 0–15 (`docs/ARCHITECTURE.md`). May use: `leader`, `outcome`, `plugin`, `report`,
+//! `shadow`, `telemetry`, `vocab`, `watch`. Used by: `cli`, `controller`, `hotswap`, `offline`.
 
 pub mod certs;
 pub mod conversion;
