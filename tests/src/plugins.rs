@@ -19,6 +19,9 @@ pub const SELFHEAL: &str = env!("KWOP_PLUGIN_SELFHEAL");
 pub const FINALIZER: &str = env!("KWOP_PLUGIN_FINALIZER");
 /// Converts conv.kwop.dev Conv objects between v1 and v2, well or badly as spec.mode says.
 pub const CONVERTER: &str = env!("KWOP_PLUGIN_CONVERTER");
+/// Validates Foos as a quorum would: an even `spec.replicas` is refused, 9 traps, an even
+/// `status.availableReplicas` is refused (tests/plugins/quorum, `kwop:reconciler@0.2`).
+pub const QUORUM: &str = env!("KWOP_PLUGIN_QUORUM");
 /// The config-sync example (examples/config-sync): ConfigSync → copies of a ConfigMap or Secret.
 pub const CONFIG_SYNC: &str = env!("KWOP_PLUGIN_CONFIG_SYNC");
 /// A valid component of another world (a WASI command).
@@ -28,6 +31,12 @@ pub const WRONG_WORLD: &str = env!("KWOP_PLUGIN_WRONG_WORLD");
 /// runs 0.1 plugins unchanged.
 pub fn guest_foo_v01() -> String {
     crate::repo_root().join("tests/fixtures/plugins/guest-foo-wit-0.1.wasm").display().to_string()
+}
+
+/// guest-foo and the finalizer test plugin as built before `kwop:reconciler@0.3` (kept `.wasm`
+/// files, `tests/fixtures/plugins/README.md`): the host still runs 0.2 plugins unchanged.
+pub fn wit_0_2(plugin: &str) -> String {
+    crate::repo_root().join(format!("tests/fixtures/plugins/{plugin}-wit-0.2.wasm")).display().to_string()
 }
 
 /// A fresh plugin folder holding copies of `plugins` as `(file name, source)`.

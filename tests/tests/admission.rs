@@ -287,3 +287,34 @@ async fn the_webhook_port_bounds_what_a_caller_can_cost() -> anyhow::Result<()> 
     remove_configuration(&plane.client().await?, &a.configuration).await;
     Ok(())
 }
+
+/// Issue 40: a host run outside the cluster whose system namespace does not exist yet makes it
+/// (it holds the webhook's certificate) and serves at once, instead of failing to keep a
+/// certificate while unchecked objects are stored.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_missing_system_namespace_is_made_and_the_webhook_served() -> anyhow::Result<()> {
+    let plane = ControlPlane::shared(Mode::Api)?;
+    let ns = plane.namespace("adm-nosys")?;
+    let client = plane.client().await?;
+    let system = format!("{ns}-system");
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+    assert!(namespaces.get_opt(&system).await?.is_none(), "not there before");
+    let dir = plugins::folder(&[("guest-foo.wasm", plugins::GUEST_FOO)])?;
+    let port = kwop_tests::procs::free_port()?;
+    let configuration = format!("kwop-{ns}");
+    let args = [
+        format!("--namespace={ns}"),
+        format!("--system-namespace={system}"),
+        format!("--webhook-bind-address=127.0.0.1:{port}"),
+        format!("--webhook-url=https://127.0.0.1:{port}"),
+        format!("--webhook-configuration={configuration}"),
+    ];
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let host = host(plane, &dir, &args)?;
+    configured(&client, &configuration, "guest-foo").await?;
+    assert!(namespaces.get_opt(&system).await?.is_some(), "made: {}", host.log());
+    let refused = apply_answered(plane, &ns, &foo_yaml("bad", Some("Bad_Name"))).await.expect_err("refused");
+    assert!(refused.contains("is not a valid Deployment name"), "{refused}");
+    remove_configuration(&client, &configuration).await;
+    Ok(())
+}

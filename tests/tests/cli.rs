@@ -47,6 +47,38 @@ fn guest_foo_reports_ready_and_progressing_with_stable_transition_times() {
     assert!(out.contains("3 passed, 0 failed"), "{out}");
 }
 
+/// Issue 40: `--update` of a clock-dependent fixture (a condition's transition time) pins the
+/// instant it used, so the updated fixture passes on the next run without a hand-written call.json.
+#[test]
+fn an_updated_fixture_pins_its_instant_and_passes_on_the_next_run() {
+    let root = kwop_tests::repo_root();
+    let dir = std::env::temp_dir().join("kwop-test").join(format!("{}-update", std::process::id()));
+    let case = dir.join("created");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&case).expect("mkdir");
+    let src = root.join("tests/fixtures/foo-conditions/01-created-not-ready/primary.yaml");
+    std::fs::copy(src, case.join("primary.yaml")).expect("copy");
+    let crd = root.join("crds/foo.yaml").display().to_string();
+    let d = dir.display().to_string();
+    let (code, out, err) = kwop(&["plugin", "test", "--update", plugins::GUEST_FOO, &d, "--crd", &crd]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("1 written") && out.contains("instant in call.json"), "{out}");
+    assert!(case.join("call.json").is_file() && case.join("expected.json").is_file());
+    let expected = std::fs::read_to_string(case.join("expected.json")).expect("read");
+    assert!(expected.contains("lastTransitionTime"), "a clock-dependent outcome: {expected}");
+    // Later, at another wall-clock second: the same outcome.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let (code, out, err) = kwop(&["plugin", "test", plugins::GUEST_FOO, &d, "--crd", &crd]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("1 passed, 0 failed"), "{out}");
+    // An empty folder says what a fixture is, validation fixtures included.
+    let empty = dir.join("empty");
+    std::fs::create_dir_all(&empty).expect("mkdir");
+    let (code, _, err) = kwop(&["plugin", "test", plugins::GUEST_FOO, &empty.display().to_string()]);
+    assert_ne!(code, 0);
+    assert!(err.contains("object.yaml") && err.contains("primary.yaml"), "{err}");
+}
+
 #[test]
 fn guest_foo_validates_at_the_door_offline() {
     let root = kwop_tests::repo_root();
@@ -97,13 +129,34 @@ fn guest_foo_built_for_wit_0_1_still_passes_the_fixtures_unchanged() {
 }
 
 #[test]
+fn guest_foo_built_for_wit_0_2_still_passes_the_fixtures_and_validates_unchanged() {
+    let old = plugins::wit_0_2("guest-foo");
+    let f = fixtures();
+    let mut args = vec!["plugin", "test", old.as_str()];
+    args.extend(BEYOND_SAMPLE_CONTROLLER);
+    args.push(&f);
+    let (code, out, err) = kwop(&args);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("13 passed, 0 failed"), "{out}");
+    let root = kwop_tests::repo_root();
+    let validate = root.join("tests/fixtures/foo-validate").display().to_string();
+    let crd = root.join("crds/foo.yaml").display().to_string();
+    let (code, out, err) = kwop(&["plugin", "test", &old, &validate, "--crd", &crd]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("6 passed, 0 failed"), "{out}");
+}
+
+#[test]
 fn inspect_shows_the_world_and_what_a_plugin_finalizes() {
     let old = plugins::guest_foo_v01();
+    let (foo02, fin02) = (plugins::wit_0_2("guest-foo"), plugins::wit_0_2("finalizer"));
     for (file, world, finalizes) in [
-        (plugins::GUEST_FOO, "kwop:reconciler@0.2.0", false),
-        (plugins::GUEST_FOO_V2, "kwop:reconciler@0.2.0", false),
+        (plugins::GUEST_FOO, "kwop:reconciler@0.3.0", false),
+        (plugins::GUEST_FOO_V2, "kwop:reconciler@0.3.0", false),
+        (foo02.as_str(), "kwop:reconciler@0.2.0", false),
         (old.as_str(), "kwop:reconciler@0.1.0", false),
-        (plugins::FINALIZER, "kwop:reconciler@0.2.0", true),
+        (plugins::FINALIZER, "kwop:reconciler@0.3.0", true),
+        (fin02.as_str(), "kwop:reconciler@0.2.0", true),
         (plugins::CHAOS, "kwop:reconciler@0.1.0", false),
     ] {
         let (code, out, err) = kwop(&["plugin", "inspect", file]);

@@ -288,13 +288,19 @@ async fn finalize_cannot_delete_what_is_not_its_own() -> anyhow::Result<()> {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn guest_foo_0_1_runs_unchanged_beside_a_0_2_plugin() -> anyhow::Result<()> {
+async fn plugins_of_0_1_and_0_2_run_unchanged_beside_a_0_3_plugin() -> anyhow::Result<()> {
     let _one = ONE_HOST.lock().await;
     let plane = ControlPlane::shared(Mode::Api)?;
     let ns = plane.namespace("fin-v01")?;
     let b = plane.namespace("fin-v01-b")?;
     let v01 = plugins::guest_foo_v01();
-    let dir = plugins::folder(&[("guest-foo.wasm", v01.as_str()), ("finalizer.wasm", plugins::FINALIZER)])?;
+    // The finalizer as built for 0.2 (finalize and all), guest-foo for 0.1, selfheal on 0.3.
+    let fin02 = plugins::wit_0_2("finalizer");
+    let dir = plugins::folder(&[
+        ("guest-foo.wasm", v01.as_str()),
+        ("finalizer.wasm", fin02.as_str()),
+        ("selfheal.wasm", plugins::SELFHEAL),
+    ])?;
     let host = host(plane, &dir, &[])?;
     let client = plane.client().await?;
     let listed = plugins_json(host.port)?;
@@ -306,6 +312,7 @@ async fn guest_foo_0_1_runs_unchanged_beside_a_0_2_plugin() -> anyhow::Result<()
         .collect();
     assert!(worlds.contains(&"kwop:reconciler@0.1.0".to_string()), "{listed}");
     assert!(worlds.contains(&"kwop:reconciler@0.2.0".to_string()), "{listed}");
+    assert!(worlds.contains(&"kwop:reconciler@0.3.0".to_string()), "{listed}");
 
     create_foo(&client, &ns, "old", "old", Some(2)).await?;
     create_fin(&client, &ns, "new", json!({ "elsewhere": [b] })).await?;

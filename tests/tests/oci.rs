@@ -303,3 +303,41 @@ async fn a_registry_with_auth_takes_docker_config_credentials_and_refuses_others
     assert_eq!((code, out.trim()), (0, pinned.as_str()), "{err}");
     assert!(std::fs::read(&out_file).expect("written") == bytes);
 }
+
+/// Issue 40: `kwop plugin push` to a plain-HTTP registry on 127.0.0.1 failed with "received
+/// corrupt message of type InvalidContentType" and no hint. A registry on this machine is plain
+/// HTTP by default (as Docker treats it), and a TLS failure against a plain-HTTP registry
+/// elsewhere names `--insecure-registry`.
+#[test]
+fn a_registry_on_localhost_needs_no_flag_and_a_tls_failure_names_insecure_registry() {
+    let reg = Registry::start().expect("registry");
+    let dir = tmp("loopback");
+    let file = common::built_guest("foo-rust").display().to_string();
+    let port = reg.host_port().rsplit_once(':').map(|(_, p)| p.to_string()).expect("a port");
+    for host in ["127.0.0.1", "localhost"] {
+        let reference = format!("{host}:{port}/kwop/local:1");
+        let (code, out, err) = kwop(&["plugin", "push", &file, &reference], &dir);
+        assert_eq!(code, 0, "{host}: {out}{err}");
+        let got = dir.join(format!("{host}.wasm"));
+        let (code, out, err) = kwop(&["plugin", "pull", &reference, "-o", &got.display().to_string()], &dir);
+        assert_eq!(code, 0, "{host}: {out}{err}");
+    }
+    // A plain-HTTP server reached by a non-loopback address: TLS fails, and the error says why.
+    let ip = std::net::UdpSocket::bind("0.0.0.0:0")
+        .and_then(|s| s.connect("192.0.2.255:9").map(|()| s))
+        .and_then(|s| s.local_addr())
+        .map(|a| a.ip())
+        .expect("this machine has an address");
+    assert!(!ip.is_loopback(), "{ip}");
+    let plain = std::net::TcpListener::bind((ip, 0)).expect("bind");
+    let addr = plain.local_addr().expect("addr");
+    std::thread::spawn(move || {
+        for s in plain.incoming().flatten() {
+            let mut s = s;
+            let _ = std::io::Write::write_all(&mut s, b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n");
+        }
+    });
+    let (code, out, err) = kwop(&["plugin", "push", &file, &format!("{addr}/kwop/x:1")], &dir);
+    assert_ne!(code, 0, "{out}");
+    assert!(err.contains("--insecure-registry"), "{err}");
+}

@@ -182,6 +182,9 @@ async fn a_bad_source_keeps_the_last_good_version_says_why_and_recovers() -> any
             s.last_error.unwrap_or_default().contains("keeps running"),
             "{what}: the last good version is named as kept"
         );
+        // Issue 40: the trouble shows in `kubectl get rp`, not only in the conditions.
+        let row = plane.kubectl_output(&["get", "reconcilerplugin", &name, "--no-headers"])?;
+        assert!(row.contains(" True ") && row.contains(&format!("Running, Degraded: {reason}")), "{what}: {row}");
         // v1 keeps reconciling.
         create_foo(&client, &ns, &format!("during-{i}"), &format!("dep-during-{i}"), Some(1)).await?;
         deployment_where(&client, &ns, &format!("dep-during-{i}"), "v1 still reconciles", |d| !is_v2(d)).await?;
@@ -201,6 +204,29 @@ async fn a_bad_source_keeps_the_last_good_version_says_why_and_recovers() -> any
     })
     .await?;
     deployment_where(&client, &ns, "dep-during-0", "v2 took over", is_v2).await?;
+    // The story as Events on the ReconcilerPlugin (`kubectl describe rp`).
+    let events = wait::until("the ReconcilerPlugin's events", Duration::from_secs(30), || async {
+        let all = Api::<k8s_openapi::api::events::v1::Event>::namespaced(client.clone(), "default")
+            .list(&Default::default())
+            .await
+            .map_err(|e| e.to_string())?;
+        let mine: Vec<(String, String, String)> = all
+            .items
+            .into_iter()
+            .filter(|e| e.regarding.as_ref().is_some_and(|r| r.name.as_deref() == Some(name.as_str())))
+            .map(|e| (e.type_.unwrap_or_default(), e.reason.unwrap_or_default(), e.note.unwrap_or_default()))
+            .collect();
+        Ok(mine.iter().any(|e| e.1 == "Swapped").then_some(mine))
+    })
+    .await?;
+    let has = |type_: &str, reason: &str, note: &str| {
+        events.iter().any(|e| e.0 == type_ && e.1 == reason && e.2.contains(note))
+    };
+    assert!(has("Warning", "Degraded", "NotFound"), "{events:?}");
+    assert!(has("Warning", "Degraded", "Unreachable"), "{events:?}");
+    assert!(has("Normal", "Recovered", ""), "{events:?}");
+    assert!(has("Normal", "Swapped", &format!("component {v2}; was {v1}")), "{events:?}");
+    assert!(has("Normal", "Pulled", "guest-foo@sha256:"), "{events:?}");
     Ok(())
 }
 
@@ -553,5 +579,34 @@ async fn revoking_a_namespace_takes_effect_even_when_the_reload_fails_for_anothe
     assert!(in_b.is_empty(), "writes in the revoked namespace: {in_b:?}\n{}", host.log());
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), &b);
     assert!(deployments.get_opt("dep-after-b").await?.is_none(), "a Foo in the revoked namespace reconciled");
+    Ok(())
+}
+
+/// Issue 40: the README applied a ReconcilerPlugin with `kubectl apply --server-side`, then
+/// swapped with `kubectl patch`, after which the next apply failed with a field-manager conflict.
+/// docs/roll-out.md now says to change it one way, and what takes the fields back: this runs that
+/// block's sequence with the real kubectl.
+#[tokio::test(flavor = "multi_thread")]
+async fn apply_after_a_patch_needs_force_conflicts_as_documented() -> anyhow::Result<()> {
+    let plane = ControlPlane::shared(Mode::Api)?;
+    let ns = plane.namespace("rp-managers")?;
+    let name = format!("foo-info-{ns}");
+    let file = std::env::temp_dir().join(format!("kwop-test-{}-{name}.yaml", std::process::id()));
+    std::fs::write(
+        &file,
+        format!(
+            "apiVersion: kwop.dev/v1alpha1\nkind: ReconcilerPlugin\nmetadata: {{name: {name}, labels: {{kwop.dev/test: {ns}}}}}\n\
+             spec:\n  suspend: false\n  source: {{oci: registry.example.com/plugins/foo-info:0.1.0}}\n  grants:\n    primary: {{apiVersion: samplecontroller.k8s.io/v1alpha1, kind: Foo}}\n    owns: [{{apiVersion: v1, kind: ConfigMap}}]\n"
+        ),
+    )?;
+    let f = file.display().to_string();
+    plane.kubectl_output(&["apply", "--server-side", "-f", &f])?;
+    plane.kubectl_output(&["patch", "rp", &name, "--type=merge", "-p", r#"{"spec":{"suspend":true}}"#])?;
+    let conflict = plane.kubectl_output(&["apply", "--server-side", "-f", &f]).expect_err("a conflict");
+    assert!(format!("{conflict:#}").contains(".spec.suspend"), "{conflict:#}");
+    plane.kubectl_output(&["apply", "--server-side", "--force-conflicts", "-f", &f])?;
+    let client = plane.client().await?;
+    assert!(!rps(&client).get(&name).await?.spec.suspend, "the file's value is back");
+    rps(&client).delete(&name, &Default::default()).await?;
     Ok(())
 }

@@ -67,7 +67,7 @@ async fn runs_on_the_cluster(plugin: &Path, name: &str) -> anyhow::Result<()> {
 fn new_plugin_passes_its_tests(lang: &str) -> (PathBuf, PathBuf) {
     let name = format!("hello-{lang}");
     let dir = scaffold(&name, lang);
-    let wit = "wit/v0.2/reconciler.wit";
+    let wit = if lang == "rust" { "wit/v0.3/reconciler.wit" } else { "wit/v0.2/reconciler.wit" };
     for f in ["README.md", "RUNNING.md", "foo.yaml", "crds/foo.yaml", wit, ".gitignore"] {
         assert!(dir.join(f).is_file(), "{lang}: {f} missing");
     }
@@ -182,7 +182,7 @@ fn a_new_c_plugin_builds_and_passes_its_tests_and_its_fixtures_diff_and_update()
     );
     assert!(text.contains("--update"), "says how to accept the new outcome: {text}");
     let out = run(&dir, KWOP, &["plugin", "test", "--update", "dist/plugin.wasm", "fixtures"]);
-    assert!(out.contains("1 expected.json written"), "{out}");
+    assert!(out.contains("1 written (review them before committing), 2 passed, 0 failed"), "{out}");
     let rewritten: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&expected).expect("rewritten")).expect("json");
     assert_eq!(rewritten, serde_json::from_str::<serde_json::Value>(&good).expect("json"));

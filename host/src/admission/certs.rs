@@ -273,6 +273,38 @@ async fn tick(
     Ok(())
 }
 
+/// The namespace the certificate's Secret lives in, made if it is missing (a host run outside
+/// the cluster, `--system-namespace` not created yet): without it no certificate can be kept and
+/// no webhook served, so a host that cannot make it stops at once, saying what to create. A
+/// host that may not read namespaces (the in-cluster install: its namespace exists) goes on.
+pub async fn ensure_namespace(client: &Client, name: &str) -> anyhow::Result<()> {
+    use k8s_openapi::api::core::v1::Namespace;
+    let api: Api<Namespace> = Api::all(client.clone());
+    match api.get_opt(name).await {
+        Ok(Some(_)) | Err(kube::Error::Api(_)) => Ok(()),
+        Err(e) => Err(anyhow::anyhow!("cannot check the system namespace {name}: {e}")),
+        Ok(None) => {
+            let ns: Namespace = serde_json::from_value(serde_json::json!({
+                "metadata": { "name": name, "labels": { "app.kubernetes.io/managed-by": "kwop" } }
+            }))?;
+            match api.create(&PostParams::default(), &ns).await {
+                Ok(_) => {
+                    tracing::info!(
+                        namespace = name,
+                        "created the system namespace (it holds the webhook's certificate)"
+                    );
+                    Ok(())
+                }
+                Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
+                Err(e) => Err(anyhow::anyhow!(
+                    "the system namespace {name} does not exist and cannot be created ({e}): create it \
+                     (`kubectl create namespace {name}`) or name another with --system-namespace"
+                )),
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

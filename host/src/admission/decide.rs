@@ -80,7 +80,7 @@ pub fn verdict(plugin: &str, r: Result<RawValidate, CallError>, policy: FailureP
     match r {
         Ok(Ok(warnings)) => Verdict {
             allowed: true,
-            warnings: warnings.iter().take(MAX_WARNINGS).map(|w| truncate(w, MAX_WARNING)).collect(),
+            warnings: warnings.iter().take(MAX_WARNINGS).map(|w| warning(w, MAX_WARNING)).collect(),
             violations: vec![],
             error: None,
         },
@@ -103,22 +103,34 @@ pub fn verdict(plugin: &str, r: Result<RawValidate, CallError>, policy: FailureP
                 .collect(),
             error: None,
         },
-        Err(e) => failed(format!("{plugin} could not validate the object: {e}"), policy),
+        Err(e) => failure(format!("{plugin} could not validate the object: {e}"), policy),
     }
 }
 
-/// The verdict when a plugin could not answer (`error` says why): refused under `Fail`, allowed
-/// with a warning under `Ignore`.
-pub fn failed(error: String, policy: FailurePolicy) -> Verdict {
+/// The verdict when no answer could be had (the plugin failed, or the host could not put the
+/// request to it — a scale request whose primary cannot be read): `error` says what went wrong;
+/// `Fail` refuses with it, `Ignore` allows with it as a warning.
+pub fn failure(error: String, policy: FailurePolicy) -> Verdict {
     match policy {
         FailurePolicy::Fail => Verdict { allowed: false, warnings: vec![], violations: vec![], error: Some(error) },
         FailurePolicy::Ignore => Verdict {
             allowed: true,
-            warnings: vec![truncate(&format!("{error} (allowed: failure policy Ignore)"), MAX_WARNING)],
+            // The policy is said whole, however long the error.
+            warnings: vec![format!("{}{IGNORED}", warning(&error, MAX_WARNING - IGNORED.len()))],
             violations: vec![],
             error: Some(error),
         },
     }
+}
+
+/// What a warning allowed under `Ignore` ends with.
+const IGNORED: &str = " (allowed: failure policy Ignore)";
+
+/// A warning as the API server passes it on: one line (it drops a warning holding a control
+/// character, such as the newline of a trap's message, without a word), at most `max` bytes.
+fn warning(text: &str, max: usize) -> String {
+    let line: String = text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+    truncate(&line, max)
 }
 
 #[cfg(test)]
@@ -149,12 +161,20 @@ mod tests {
 
     #[test]
     fn a_plugin_that_cannot_answer_is_refused_under_fail_and_allowed_under_ignore() {
-        let trap = || Err(CallError::Trap("unreachable executed".into()));
+        let trap = || Err(CallError::Trap("unreachable executed\n(wasm trap: unreachable)".into()));
         let fail = verdict("p", trap(), FailurePolicy::Fail);
         assert!(!fail.allowed && fail.message().contains("p could not validate the object: plugin trapped"));
         assert_eq!(fail.label(), "error");
         let ignore = verdict("p", trap(), FailurePolicy::Ignore);
         assert!(ignore.allowed && ignore.warnings[0].contains("failure policy Ignore"));
+        assert!(!ignore.warnings[0].contains('\n'), "the API server drops a warning of two lines");
+        let long = verdict("p", Err(CallError::Trap("x".repeat(2000))), FailurePolicy::Ignore);
+        assert!(
+            long.warnings[0].len() <= MAX_WARNING
+                && long.warnings[0].ends_with("x... (allowed: failure policy Ignore)")
+        );
+        let warned = verdict("p", Ok(Ok(vec!["two\nlines\r\tand a tab".into()])), FailurePolicy::Fail);
+        assert_eq!(warned.warnings, vec!["two lines  and a tab".to_string()]);
         assert_eq!(ignore.label(), "error_ignored");
     }
 }

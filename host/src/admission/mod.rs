@@ -1,16 +1,17 @@
 //! Admission: plugins that validate their primaries (`plugin-info.validates`), served to the API
 //! server as a validating webhook — `admission.k8s.io/v1` AdmissionReviews over HTTPS, for CREATE
-//! and UPDATE, answered by the plugin's `validate` in the same sandbox, limits and hot swap as its
-//! reconciles.
+//! and UPDATE (of the object and of its `/scale`), answered by the plugin's `validate` in the same
+//! sandbox, limits and hot swap as its reconciles.
 //!
 //! Parts: [`Registry`] holds the plugins that validate now (fed by the supervisor, on every
 //! replica: each one serves admission, the Service spreads requests); [`server`] is the HTTPS
 //! endpoint; [`decide`] turns a plugin's answer, or its failure under the failure policy, into a
-//! response; [`certs`] owns the serving certificate (a self-signed CA kept in a Secret, rotated,
-//! or a certificate someone else — cert-manager — writes there); [`webhooks`] keeps the
-//! ValidatingWebhookConfiguration and its `caBundle` current (the leader only). Conversion:
-//! `convert` serves `/convert/<plugin>`, [`roundtrip`] checks what a plugin returns, and
-//! [`conversion`] keeps the granted CRDs' `spec.conversion` (the leader only).
+//! response; [`scale`] turns a `/scale` request into the primary as it would be; [`certs`] owns
+//! the serving certificate (a self-signed CA kept in a Secret, rotated, or a certificate someone
+//! else — cert-manager — writes there); [`webhooks`] keeps the ValidatingWebhookConfiguration and
+//! its `caBundle` current (the leader only). Conversion: `convert` serves `/convert/<plugin>`,
+//! [`roundtrip`] checks what a plugin returns, and [`conversion`] keeps the granted CRDs'
+//! `spec.conversion` (the leader only).
 //!
 //! Floor 10 of 0–15 (`docs/ARCHITECTURE.md`). May use: `leader`, `outcome`, `plugin`, `report`,
 //! `shadow`, `telemetry`, `vocab`, `watch`. Used by: `cli`, `controller`, `hotswap`, `offline`.
@@ -22,6 +23,7 @@ pub mod decide;
 mod mutate;
 pub mod mutation;
 pub mod roundtrip;
+pub mod scale;
 pub mod server;
 mod validate;
 pub mod webhooks;
@@ -112,6 +114,7 @@ pub async fn start(
             .await
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.bind))?,
     );
+    certs::ensure_namespace(&client, &config.namespace).await?;
     let registry = Registry::new(config.clone(), pool, client.clone());
     let resolver = Arc::new(certs::Resolver::default());
     // Not ready without a certificate: the Service sends the API server's requests (conversions
@@ -185,6 +188,7 @@ pub struct Registry {
     changed: tokio::sync::watch::Sender<u64>,
     update: tokio::sync::Mutex<()>,
     offers: tokio::sync::watch::Sender<Vec<Offer>>,
+    paths: scale::ReplicasPaths,
 }
 
 impl Registry {
@@ -200,6 +204,7 @@ impl Registry {
             changed,
             update: tokio::sync::Mutex::new(()),
             offers,
+            paths: scale::ReplicasPaths::default(),
         })
     }
 
@@ -225,6 +230,16 @@ impl Registry {
     /// The settings.
     pub fn config(&self) -> &AdmissionConfig {
         &self.config
+    }
+
+    /// The host's client (a scale request reads the stored primary and its CRD with it).
+    pub fn client(&self) -> &kube::Client {
+        &self.client
+    }
+
+    /// Where each primary's `/scale` keeps its replicas.
+    pub fn replicas_paths(&self) -> &scale::ReplicasPaths {
+        &self.paths
     }
 
     /// The plugin answering `/validate/<name>`.

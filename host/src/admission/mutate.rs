@@ -95,11 +95,16 @@ pub(super) async fn handle(State(s): State<AppState>, Path(name): Path<String>, 
 /// The answer to one request.
 async fn decide_request(registry: &Registry, name: &str, r: &Received, deadline: tokio::time::Instant) -> Answer {
     let default = registry.config().failure_policy;
-    let Some(v) = registry.get(name).filter(mutates) else {
+    let Some(v) = registry.get(name) else {
         // Listed in the webhook configuration but not (or no longer) loaded here.
-        let error = format!("plugin {name} does not mutate on this host (not loaded, or no longer mutating)");
-        return Answer::plain(decide::failed(error, default));
+        let error = format!("plugin {name} is not loaded on this host");
+        return Answer::plain(decide::failure(error, default));
     };
+    // A version that no longer mutates (a hot swap, before the configuration catches up): the
+    // object goes on as it is, as it will once its webhook is gone.
+    if !mutates(&v) {
+        return Answer::plain(Verdict::allow());
+    }
     let policy = v.failure_policy;
     let req = &r.req;
     let operation = match req.operation {
@@ -150,7 +155,7 @@ async fn decide_request(registry: &Registry, name: &str, r: &Received, deadline:
     let result = tokio::time::timeout_at(deadline, call)
         .await
         .unwrap_or_else(|_| Err(CallError::Instantiate("no instance free within the webhook's timeout".into())));
-    let failed = |why: String| Answer::plain(decide::failed(why, policy));
+    let failed = |why: String| Answer::plain(decide::failure(why, policy));
     match result {
         Err(e) => failed(format!("{name} could not mutate the object: {e}")),
         Ok(Err(violations)) => Answer::plain(decide::verdict(name, Ok(Err(violations)), policy)),

@@ -3,9 +3,11 @@
 //!
 //! A plugin returns the whole object as it should be stored; the host compares it with what it
 //! sent, field by field (arrays as one value), and refuses the mutation if any changed field is
-//! not under a path the plugin declared in `plugin-info.mutates` — whatever the path, never
-//! `apiVersion`, `kind`, `metadata.name/namespace/uid/resourceVersion` or `status` (the declaration
-//! cannot name them either, see `vocab::info`). The patch is `json-patch`'s diff of the two.
+//! not under a path the plugin declared in `plugin-info.mutates` — whatever the path, never the
+//! object's identity and what the API server or the host own ([`FIXED`]: `apiVersion`, `kind`,
+//! `metadata.name/namespace/uid/…`, finalizers, owner references, `status`), nor a `kwop.dev/`
+//! label or annotation (the host's tracking, sharding and trace marks). The declaration cannot
+//! name the fixed paths either (see `vocab::info`). The patch is `json-patch`'s diff of the two.
 
 use serde_json::Value;
 
@@ -19,15 +21,29 @@ pub enum Checked {
 }
 
 /// Never changed at admission, whatever a plugin declared.
-const FIXED: [&[&str]; 7] = [
+pub const FIXED: [&[&str]; 15] = [
     &["apiVersion"],
     &["kind"],
     &["metadata", "name"],
+    &["metadata", "generateName"],
     &["metadata", "namespace"],
     &["metadata", "uid"],
     &["metadata", "resourceVersion"],
+    &["metadata", "generation"],
+    &["metadata", "creationTimestamp"],
+    &["metadata", "deletionTimestamp"],
+    &["metadata", "deletionGracePeriodSeconds"],
+    &["metadata", "finalizers"],
+    &["metadata", "ownerReferences"],
+    &["metadata", "managedFields"],
     &["status"],
 ];
+
+/// A `kwop.dev/` label or annotation (`metadata.labels.kwop.dev/…`, `….x.kwop.dev/…`).
+fn host_mark(path: &[String]) -> bool {
+    matches!(path, [m, kind, key, ..] if m == "metadata" && (kind == "labels" || kind == "annotations")
+        && key.split('/').next().is_some_and(|prefix| prefix == "kwop.dev" || prefix.ends_with(".kwop.dev")))
+}
 
 /// Checks `mutated` against `sent` and the plugin's `declared` paths.
 pub fn check(plugin: &str, sent: &Value, mutated: &Value, declared: &[String]) -> Result<Checked, String> {
@@ -48,6 +64,9 @@ pub fn check(plugin: &str, sent: &Value, mutated: &Value, declared: &[String]) -
                 "{plugin}'s mutation changes {}, which no mutation may change",
                 if path.len() > f.len() { f.join(".") } else { path.join(".") }
             ));
+        }
+        if host_mark(path) {
+            return Err(format!("{plugin}'s mutation changes {}, a kwop.dev/ mark only the host sets", path.join(".")));
         }
         if !declared.iter().any(|d| under(path, d)) {
             let list: Vec<String> = declared.iter().map(|d| d.join(".")).collect();
@@ -147,6 +166,17 @@ mod tests {
         r["metadata"]["name"] = json!("b");
         let e = check("p", &foo(), &r, &declared(&["metadata"])).expect_err("identity");
         assert!(e.contains("changes metadata.name, which no mutation may change"), "{e}");
+        let mut f = foo();
+        f["metadata"]["finalizers"] = json!(["kwop.dev/other"]);
+        let e = check("p", &foo(), &f, &declared(&["metadata"])).expect_err("finalizers");
+        assert!(e.contains("changes metadata.finalizers, which no mutation may change"), "{e}");
+        let mut k = foo();
+        k["metadata"]["labels"]["kwop.dev/owner"] = json!("forged");
+        let e = check("p", &foo(), &k, &declared(&["metadata.labels"])).expect_err("a host mark");
+        assert!(e.contains("metadata.labels.kwop.dev/owner, a kwop.dev/ mark only the host sets"), "{e}");
+        let mut a = foo();
+        a["metadata"]["annotations"] = json!({"shard.kwop.dev/x": "1"});
+        assert!(check("p", &foo(), &a, &declared(&["metadata.annotations"])).is_err());
         let mut s = foo();
         s["status"] = json!({"availableReplicas": 3});
         assert!(check("p", &foo(), &s, &declared(&["spec"])).expect_err("status").contains("status"));

@@ -97,19 +97,38 @@ async fn decide_request(
         // The webhook is registered for CREATE and UPDATE only.
         _ => return (Verdict::allow(), policy.as_str()),
     };
-    // A subresource (status, scale) is not the object's spec: not this webhook's business.
-    if req.sub_resource.is_some() {
-        return (Verdict::allow(), policy.as_str());
-    }
+    // `/scale` changes the object's replicas: the plugin sees the primary as it would be. Other
+    // subresources (`status`, which the host writes itself) are not registered for (webhooks.rs).
+    let scale = match req.sub_resource.as_deref() {
+        None => false,
+        Some("scale") => true,
+        Some(_) => return (Verdict::allow(), policy.as_str()),
+    };
     let Some(object) = &req.object else {
         return (Verdict::allow(), policy.as_str());
     };
-    // An object being deleted is going away: its finalizers must be able to come off.
-    if object.metadata.deletion_timestamp.is_some() {
-        return (Verdict::allow(), policy.as_str());
-    }
     let ns = req.namespace.clone().filter(|n| !n.is_empty());
     if !v.plugin.grants.namespaces.acts_on(ns.as_deref()) {
+        return (Verdict::allow(), policy.as_str());
+    }
+    let (object, old_object) = if scale {
+        let what = format!("{name} could not validate the scale of {}/{}", ns.as_deref().unwrap_or(""), req.name);
+        let composed = tokio::time::timeout_at(deadline, scaled(registry, &v, ns.as_deref(), &req.name, object)).await;
+        match composed {
+            Ok(Ok((object, stored))) => (object, Some(stored)),
+            Ok(Err(e)) => {
+                return (decide::failure(format!("{what}: {e}"), policy), policy.as_str());
+            }
+            Err(_) => {
+                let error = format!("{what}: the stored object was not read within the webhook's timeout");
+                return (decide::failure(error, policy), policy.as_str());
+            }
+        }
+    } else {
+        (object.clone(), req.old_object.clone())
+    };
+    // An object being deleted is going away: its finalizers must be able to come off.
+    if object.metadata.deletion_timestamp.is_some() {
         return (Verdict::allow(), policy.as_str());
     }
     let text = |o: &DynamicObject| {
@@ -121,11 +140,11 @@ async fn decide_request(
     };
     let request = AdmissionRequest {
         operation,
-        object: text(object),
-        old_object: req.old_object.as_ref().map(text),
+        object: text(&object),
+        old_object: old_object.as_ref().map(text),
         user: req.user_info.username.clone().unwrap_or_default(),
         dry_run: req.dry_run,
-        subresource: None,
+        subresource: scale.then(|| "scale".to_string()),
     };
     let spec = CallSpec {
         object: format!("{}/{}", ns.as_deref().unwrap_or(""), req.name),
@@ -147,4 +166,19 @@ async fn decide_request(
         Err(crate::plugin::CallError::Instantiate("no instance free within the webhook's timeout".into()))
     });
     (decide::verdict(name, r, policy), policy.as_str())
+}
+
+/// A `/scale` request's primary as it would be, and as it is stored (module [`super::scale`]).
+async fn scaled(
+    registry: &Registry,
+    v: &super::Validating,
+    ns: Option<&str>,
+    name: &str,
+    scale: &DynamicObject,
+) -> Result<(DynamicObject, DynamicObject), super::scale::ScaleError> {
+    let replicas = super::scale::replicas_of(scale)?;
+    let path = registry.replicas_paths().get(registry.client(), &v.primary).await?;
+    let stored = super::scale::stored(registry.client(), &v.primary, ns, name).await?;
+    let object = super::scale::compose(&stored, &path, replicas)?;
+    Ok((object, stored))
 }

@@ -1,7 +1,8 @@
 //! The ValidatingWebhookConfiguration and MutatingWebhookConfiguration the host keeps (both named
 //! `--webhook-configuration`): one webhook per plugin that validates (or mutates), for CREATE and
-//! UPDATE of its primary kind (in the namespaces it is granted), pointing at this host's Service
-//! (or URL) with the CA the API server must trust. Written by the leader with
+//! UPDATE of its primary kind — and, to validate, UPDATE of its `/scale` — (in the namespaces it
+//! is granted), pointing at this host's Service (or URL) with the CA the API server must trust.
+//! Written by the leader with
 //! server-side apply whenever the plugins, their policies or the CA change, and every minute
 //! (a hand edit is put back); a plugin that goes loses its webhook. The configuration stays when
 //! the host stops: the failure policy then decides (`Fail`: requests are refused; `Ignore`:
@@ -116,13 +117,7 @@ fn webhook(
         "matchPolicy": "Equivalent",
         "timeoutSeconds": config.timeout.as_secs().clamp(1, 30),
         "clientConfig": client,
-        "rules": [{
-            "apiGroups": [p.gvk.group],
-            "apiVersions": [p.gvk.version],
-            "resources": [p.resource.plural],
-            "operations": ["CREATE", "UPDATE"],
-            "scope": if p.namespaced { "Namespaced" } else { "Cluster" },
-        }],
+        "rules": rules(p, hook),
     });
     if hook == Hook::Mutating {
         // Asked again if a later mutating webhook changed the object (see `super::mutate`).
@@ -148,6 +143,41 @@ fn webhook(
         }] });
     }
     Some(h)
+}
+
+/// What a plugin's webhook is called for: CREATE and UPDATE of its primary, and UPDATE of its
+/// `/scale` (`kubectl scale`; the API server sends a Scale, the host composes the primary as it
+/// would be, see [`super::scale`]) — listed even if the CRD has no scale subresource, it then
+/// matches nothing. `/status` is not listed: the host writes status itself, and a status write
+/// changes nothing a plugin validates.
+pub fn rules(p: &Resolved, hook: Hook) -> Value {
+    let scope = if p.namespaced { "Namespaced" } else { "Cluster" };
+    if hook == Hook::Mutating {
+        // Defaults are set on the object itself; a count set through `/scale` is validated.
+        return json!([{
+            "apiGroups": [p.gvk.group],
+            "apiVersions": [p.gvk.version],
+            "resources": [p.resource.plural],
+            "operations": ["CREATE", "UPDATE"],
+            "scope": scope,
+        }]);
+    }
+    json!([
+        {
+            "apiGroups": [p.gvk.group],
+            "apiVersions": [p.gvk.version],
+            "resources": [p.resource.plural],
+            "operations": ["CREATE", "UPDATE"],
+            "scope": scope,
+        },
+        {
+            "apiGroups": [p.gvk.group],
+            "apiVersions": [p.gvk.version],
+            "resources": [format!("{}/scale", p.resource.plural)],
+            "operations": ["UPDATE"],
+            "scope": scope,
+        },
+    ])
 }
 
 /// Keeps both configurations current while this replica leads, until `stop`.
@@ -234,6 +264,19 @@ mod tests {
         assert_eq!(h["timeoutSeconds"], 30, "clamped to the API server's limit");
         assert_eq!(h["rules"][0]["resources"], json!(["foos"]));
         assert_eq!(h["rules"][0]["operations"], json!(["CREATE", "UPDATE"]));
+        assert_eq!(h["rules"][1]["resources"], json!(["foos/scale"]), "kubectl scale is validated too");
+        assert_eq!(h["rules"][1]["operations"], json!(["UPDATE"]));
+        assert_eq!(h["rules"][1]["scope"], "Namespaced");
+        let listed: Vec<&Value> = h["rules"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|r| r["resources"].as_array().into_iter().flatten())
+            .collect();
+        assert!(
+            !listed.iter().any(|r| r.as_str().is_some_and(|r| r.ends_with("/status"))),
+            "status is the host's own: {listed:?}"
+        );
         assert_eq!(h["clientConfig"]["service"]["path"], "/validate/guest-foo");
         assert_eq!(h["clientConfig"]["caBundle"], base64::engine::general_purpose::STANDARD.encode("CA"));
         assert!(h.get("namespaceSelector").is_none(), "every namespace");

@@ -58,7 +58,7 @@ pub fn mutate_offline(
     let (view, spec, req) = prepare(p, &object, old, observed, schemas, ns, now, "kwop-plugin-mutate");
     let name = &p.info.name;
     let failed = |why: String| {
-        let v = decide::failed(why, FailurePolicy::Fail);
+        let v = decide::failure(why, FailurePolicy::Fail);
         (v.to_json(), false)
     };
     match p.mutate_with(&req, spec, Arc::new(view)) {

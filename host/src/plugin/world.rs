@@ -109,8 +109,9 @@ pub struct AdmissionRequest {
     pub user: String,
     /// A dry run.
     pub dry_run: bool,
-    /// The subresource the request came through (`scale`), if any: `object` is then the whole
-    /// primary as it would be. Only 0.3 plugins see it.
+    /// The subresource asked for: `Some("scale")` when the request came through `/scale` (then
+    /// `object` is the whole primary with the Scale's replicas written in). Only 0.3 plugins see
+    /// it (the 0.2 WIT has no such field).
     pub subresource: Option<String>,
 }
 

@@ -9,9 +9,9 @@
 //! (a changed message is a new event; the reconcile's trace id is an annotation).
 //!
 //! Floor 8 of 0–15 (`docs/ARCHITECTURE.md`). May use: `leader`, `outcome`, `telemetry`, `watch`. Used by:
-//! `controller`.
+//! `controller`, `source` (events on ReconcilerPlugins).
 
-mod events;
+pub mod events;
 
 use crate::outcome::{EventSpec, Severity};
 use crate::watch::ObjectKey;

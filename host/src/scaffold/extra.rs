@@ -1,5 +1,5 @@
-//! Files a new plugin gets from elsewhere in the repository, so each exists once: the WIT (0.2,
-//! which every language's SDK implements), the Foo CRD, the Rust SDK (with a standalone manifest
+//! Files a new plugin gets from elsewhere in the repository, so each exists once: the WIT (0.3 for
+//! the Rust SDK, 0.2 for the others' SDKs), the Foo CRD, the Rust SDK (with a standalone manifest
 //! and the workspace's lock file), the pinned JavaScript and Python toolchains and helper modules (`wit/js`, `wit/python`, vendored into
 //! `src/`), the C SDK with its JSON library (`wit/c`, into `src/`) and the Go SDK (`wit/go`, with
 //! its build script).
@@ -11,6 +11,7 @@ use std::path::PathBuf;
 static GO_SDK: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/../wit/go");
 
 const WIT_V02: &str = include_str!("../../../wit/v0.2/reconciler.wit");
+const WIT_V03: &str = include_str!("../../../wit/v0.3/reconciler.wit");
 const FOO_CRD: &str = include_str!("../../../crds/foo.yaml");
 static SDK_SRC: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/../wit/rust/src");
 const SDK_MANIFEST: &str = include_str!("../../../wit/rust/Cargo.toml");
@@ -50,7 +51,7 @@ const C_ESCAPE_TABLE: &str = include_str!("../../../wit/c/debug_escape_table.h")
 
 /// The extra files of a plugin in `lang`, as (path in the plugin folder, contents).
 pub(super) fn files(lang: &str, vars: &Vars) -> Vec<(PathBuf, Vec<u8>)> {
-    let wit = ("wit/v0.2/reconciler.wit", WIT_V02);
+    let wit = if lang == "rust" { ("wit/v0.3/reconciler.wit", WIT_V03) } else { ("wit/v0.2/reconciler.wit", WIT_V02) };
     let mut out = vec![(wit.0, wit.1.to_string()), ("crds/foo.yaml", FOO_CRD.to_string())];
     match lang {
         "rust" => {

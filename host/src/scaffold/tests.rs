@@ -21,7 +21,7 @@ fn each_template_follows_the_convention() {
     for l in languages() {
         let dir = tmp(&format!("conv-{}", l.name));
         let done = scaffold("my-plugin", &l.name, &dir).expect("scaffolded");
-        let wit = "wit/v0.2/reconciler.wit";
+        let wit = if l.name == "rust" { "wit/v0.3/reconciler.wit" } else { "wit/v0.2/reconciler.wit" };
         for f in ["build.sh", "test.sh", "README.md", wit, "crds/foo.yaml", "foo.yaml", ".gitignore"] {
             assert!(dir.join(f).is_file(), "{}: {f} missing", l.name);
         }

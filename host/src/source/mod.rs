@@ -7,7 +7,7 @@
 //! supervisor tell each other ([`Catalog`], [`Command`], [`report::Report`]) is defined here,
 //! below the supervisor, so a source needs nothing of it.
 //!
-//! Floor 12 of 0–15 (`docs/ARCHITECTURE.md`). May use: `leader`, `plugin`, `shadow`, `telemetry`,
+//! Floor 12 of 0–15 (`docs/ARCHITECTURE.md`). May use: `leader`, `plugin`, `report`, `shadow`, `telemetry`,
 //! `vocab`. Used by: `cli`, `hotswap`.
 
 pub mod cluster;

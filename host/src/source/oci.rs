@@ -265,12 +265,24 @@ fn is_component(bytes: &[u8]) -> bool {
     bytes.len() >= 8 && &bytes[..4] == b"\0asm" && bytes[6..8] == [1, 0]
 }
 
-/// A client for `r`'s registry: plain HTTP if it is listed as insecure.
+/// Whether a registry host is this machine (`localhost`, `127.0.0.0/8`, `::1`): plain HTTP by
+/// default, as Docker treats it (a local registry, `scripts/dev-cluster start`'s, rarely has TLS).
+pub fn is_loopback(host: &str) -> bool {
+    let h = host.trim_start_matches('[').trim_end_matches(']');
+    h == "localhost" || h.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// A client for `r`'s registry: plain HTTP if it is listed as insecure, or on this machine.
 fn client(r: &Reference, cfg: &OciConfig) -> Client {
     install_crypto_provider();
     let registry = r.resolve_registry().to_string();
-    let host = registry.rsplit_once(':').map(|(h, _)| h).unwrap_or(&registry);
-    let insecure = cfg.insecure.iter().map(|s| auth::normalize(s)).any(|s| s == registry || s == host);
+    let host = match registry.rsplit_once(':') {
+        // `[::1]:5000` splits at the port; a bare `::1` has no port to split off.
+        Some((h, port)) if port.chars().all(|c| c.is_ascii_digit()) => h,
+        _ => registry.as_str(),
+    };
+    let insecure =
+        is_loopback(host) || cfg.insecure.iter().map(|s| auth::normalize(s)).any(|s| s == registry || s == host);
     let protocol = if insecure { ClientProtocol::HttpsExcept(vec![registry.clone()]) } else { ClientProtocol::Https };
     Client::new(ClientConfig {
         protocol,

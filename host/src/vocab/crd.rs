@@ -22,9 +22,10 @@ use serde::{Deserialize, Serialize};
     printcolumn = r#"{"name":"Primary","type":"string","jsonPath":".spec.grants.primary.kind"}"#,
     printcolumn = r#"{"name":"Plugin","type":"string","jsonPath":".status.plugin.name"}"#,
     printcolumn = r#"{"name":"Version","type":"string","jsonPath":".status.plugin.version"}"#,
-    printcolumn = r#"{"name":"Digest","type":"string","jsonPath":".status.activeDigest","priority":1}"#,
+    printcolumn = r#"{"name":"Component","type":"string","jsonPath":".status.activeDigest","priority":1}"#,
+    printcolumn = r#"{"name":"Manifest","type":"string","jsonPath":".status.source.pinned","priority":1}"#,
     printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
-    printcolumn = r#"{"name":"Reason","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].reason"}"#,
+    printcolumn = r#"{"name":"Reason","type":"string","jsonPath":".status.reason"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
 #[serde(rename_all = "camelCase")]
@@ -166,13 +167,19 @@ pub struct ReconcilerPluginStatus {
     /// Ready (the plugin runs and its caches are synced) and Degraded (something is wrong; the
     /// last good version, if any, keeps running). Reasons: Pulling, Loading, Running, Suspended,
     /// NotFound, DigestMismatch, Unauthorized, Unreachable, NotAComponent, TooLarge,
-    /// InvalidReference, InvalidSpec, Invalid, Forbidden, Conflict, Renamed, Starting.
+    /// InvalidReference, InvalidSpec, Invalid, Forbidden, Conflict, Renamed, Starting, Swapping
+    /// (a new version loads while the previous one keeps serving: Ready stays True).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
+    /// Ready's reason, and Degraded's when something is wrong beside it (`Running, Degraded:
+    /// NotFound`): what `kubectl get rp` shows in its Reason column.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
     /// The source as resolved.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<ResolvedSource>,
-    /// sha256 of the component that runs (`sha256:<hex>`).
+    /// sha256 of the component (the `.wasm` layer) that runs (`sha256:<hex>`); the manifest
+    /// digest an OCI reference is pinned to is `source.pinned`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub active_digest: Option<String>,
     /// What the running component's `info()` says.

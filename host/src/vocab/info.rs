@@ -127,15 +127,29 @@ fn check_mutable_path(path: &str) -> Result<(), String> {
     if path.is_empty() || path.len() > 256 || path.split('.').any(str::is_empty) {
         return Err(format!("mutates: {path:?} is not a dotted field path such as spec.replicas"));
     }
-    let fixed = ["apiVersion", "kind", "metadata", "metadata.name", "metadata.namespace", "metadata.uid", "status"];
+    // The whole object or metadata would cover what the host and the API server own; the
+    // paths under them that no mutation may change are the admission webhook's `FIXED` list.
+    let fixed = [
+        "apiVersion",
+        "kind",
+        "metadata.name",
+        "metadata.generateName",
+        "metadata.namespace",
+        "metadata.uid",
+        "metadata.resourceVersion",
+        "metadata.generation",
+        "metadata.creationTimestamp",
+        "metadata.deletionTimestamp",
+        "metadata.deletionGracePeriodSeconds",
+        "metadata.finalizers",
+        "metadata.ownerReferences",
+        "metadata.managedFields",
+        "status",
+    ];
     let under = |p: &str| path == p || path.starts_with(&format!("{p}."));
-    if fixed.iter().any(|f| path == *f)
-        || ["metadata.name", "metadata.namespace", "metadata.uid", "metadata.resourceVersion", "status"]
-            .iter()
-            .any(|p| under(p))
-    {
+    if path == "metadata" || fixed.iter().any(|p| under(p)) {
         return Err(format!(
-            "mutates: {path:?} may not be changed at admission (identity, metadata as a whole, status)"
+            "mutates: {path:?} may not be changed at admission (identity, finalizers, owner references, metadata as a whole, status)"
         ));
     }
     Ok(())

@@ -2,7 +2,6 @@
 //! serving admission on a free port, its ValidatingWebhookConfiguration, and `kubectl apply`
 //! retried until the webhook answers.
 
-use super::host;
 use k8s_openapi::api::admissionregistration::v1::{MutatingWebhookConfiguration, ValidatingWebhookConfiguration};
 use kube::api::{Api, DeleteParams};
 use kube::Client;
@@ -24,6 +23,17 @@ pub struct Admitting {
 /// A host serving admission on a free port for the plugins in `dir`, watching only `ns` (its
 /// webhooks are limited to that namespace), its Secret and configuration named after `ns`.
 pub fn admitting(plane: &ControlPlane, dir: &Path, ns: &str, extra: &[&str]) -> anyhow::Result<Admitting> {
+    admitting_as(plane, &plane.kubeconfig, dir, ns, extra)
+}
+
+/// Like [`admitting`], the host authenticating with `kubeconfig` (e.g. a service account's token).
+pub fn admitting_as(
+    plane: &ControlPlane,
+    kubeconfig: &Path,
+    dir: &Path,
+    ns: &str,
+    extra: &[&str],
+) -> anyhow::Result<Admitting> {
     let port = free_port()?;
     let (configuration, secret) = (format!("kwop-{ns}"), format!("webhook-{ns}"));
     let mut args = vec![
@@ -36,7 +46,8 @@ pub fn admitting(plane: &ControlPlane, dir: &Path, ns: &str, extra: &[&str]) -> 
     ];
     args.extend(extra.iter().map(|s| s.to_string()));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    Ok(Admitting { host: host(plane, dir, &args)?, configuration, secret, port })
+    let host = Host::start_with_kubeconfig(super::KWOP, plane, kubeconfig, dir, &args, true)?;
+    Ok(Admitting { host, configuration, secret, port })
 }
 
 /// The host's webhook configuration `name`, once it names `plugin` with a caBundle.

@@ -5,7 +5,8 @@
 //! (what the cache holds: any number of YAML documents or a List), and `expected.json`, exactly
 //! what `kwop plugin reconcile` prints for them. An optional `call.json` fixes the reconcile's
 //! instant (`startedAtUnixNanos`, as a recording has it), so clock-dependent outcomes (a
-//! condition's transition time) are reproducible.
+//! condition's transition time) are reproducible; `--update` writes one with the instant it used
+//! when it writes an `expected.json` beside none, so the updated fixture passes on the next run.
 //!
 //! Where the plugin converts (`info().converts`), each fixture's `primary.yaml` is also converted
 //! to every other version it declares and back, as the host's webhook would: a conversion that
@@ -36,7 +37,10 @@ pub(super) fn run(
         crate::offline::collect(r, update, &mut dirs)?;
     }
     if dirs.is_empty() {
-        bail!("no fixtures found (a fixture is a folder with primary.yaml and expected.json; --update creates expected.json)");
+        bail!(
+            "no fixtures found (a fixture is a folder with primary.yaml — or object.yaml for a validation \
+             fixture — and expected.json; --update creates expected.json)"
+        );
     }
     let (mut passed, mut failed, mut written) = (0, 0, 0);
     for d in &dirs {
@@ -47,7 +51,8 @@ pub(super) fn run(
             }
             Ok(Verdict::Written) => {
                 written += 1;
-                println!("wrote {}", d.join("expected.json").display());
+                let pinned = if d.join("call.json").is_file() { " (instant in call.json)" } else { "" };
+                println!("wrote {}{pinned}", d.join("expected.json").display());
             }
             Ok(Verdict::Differs(lines)) => {
                 failed += 1;
@@ -62,10 +67,9 @@ pub(super) fn run(
             }
         }
     }
-    if written > 0 {
-        println!("{written} expected.json written (review them before committing)");
-    }
-    println!("{passed} passed, {failed} failed ({} {})", p.info.name, p.info.version);
+    let written =
+        if written > 0 { format!("{written} written (review them before committing), ") } else { String::new() };
+    println!("{written}{passed} passed, {failed} failed ({} {})", p.info.name, p.info.version);
     if failed > 0 && !update {
         println!("to accept what the plugin returns now: kwop plugin test --update FILE FIXTURES...");
     }
@@ -91,12 +95,19 @@ fn run_one(
     let observed_file = dir.join("observed.yaml");
     let observed = if observed_file.exists() { read_objects(&observed_file)? } else { Vec::new() };
     let call_file = dir.join("call.json");
+    // Updating without a call.json: the instant used is pinned in one written beside.
+    let mut pin = None;
     let started_at = match std::fs::read_to_string(&call_file) {
         Ok(text) => {
             let call: Value = serde_json::from_str(&text).context("call.json is not JSON")?;
             let at = crate::shadow::record::started_at(&call)
                 .ok_or_else(|| anyhow!("{}: no startedAtUnixNanos (an integer)", call_file.display()))?;
             Some(at)
+        }
+        Err(_) if update => {
+            let now = std::time::SystemTime::now();
+            pin = Some(now);
+            Some(now)
         }
         Err(_) => None,
     };
@@ -129,6 +140,12 @@ fn run_one(
     if update {
         let text = serde_json::to_string_pretty(&got)? + "\n";
         std::fs::write(&expected_file, text).with_context(|| format!("cannot write {}", expected_file.display()))?;
+        if let Some(at) = pin {
+            let nanos = at.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+            let call = serde_json::json!({ "startedAtUnixNanos": nanos });
+            std::fs::write(&call_file, serde_json::to_string_pretty(&call)? + "\n")
+                .with_context(|| format!("cannot write {}", call_file.display()))?;
+        }
         if round_trips.is_empty() {
             return Ok(Verdict::Written);
         }

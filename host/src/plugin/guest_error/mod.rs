@@ -6,6 +6,7 @@
 use super::errors::CallError;
 
 mod go;
+pub mod levels;
 
 /// The tracing target of everything a plugin says (stdout, stderr, `log` calls).
 pub const TARGET: &str = "kwop::plugin";
@@ -213,7 +214,8 @@ pub fn explain(err: CallError, out: &GuestOutput, plugin: &str, object: &str) ->
     }
 }
 
-/// Logs a guest's output under [`TARGET`]: stdout at info, stderr at warn, one record per
+/// Logs a guest's output under [`TARGET`]: at the level a line states ([`levels`]: Go's slog,
+/// Python's logging, `[WARN]` prefixes), else stdout at info and stderr at warn; one record per
 /// traceback, at most `max_records` per stream (the rest is counted).
 pub fn log_output(out: &GuestOutput, plugin: &str, object: &str, max_records: u32, dropped_bytes: [usize; 2]) {
     for ((stream, text), dropped_bytes) in
@@ -221,10 +223,13 @@ pub fn log_output(out: &GuestOutput, plugin: &str, object: &str, max_records: u3
     {
         let records = records(text);
         for r in records.iter().take(max_records as usize) {
-            if stream == "stdout" {
-                tracing::info!(target: TARGET, plugin, object, stream, "{r}");
-            } else {
-                tracing::warn!(target: TARGET, plugin, object, stream, "{r}");
+            let default = if stream == "stdout" { levels::Level::Info } else { levels::Level::Warn };
+            let (level, r) = levels::level_of(r).unwrap_or_else(|| (default, r.to_string()));
+            match level {
+                levels::Level::Debug => tracing::debug!(target: TARGET, plugin, object, stream, "{r}"),
+                levels::Level::Info => tracing::info!(target: TARGET, plugin, object, stream, "{r}"),
+                levels::Level::Warn => tracing::warn!(target: TARGET, plugin, object, stream, "{r}"),
+                levels::Level::Error => tracing::error!(target: TARGET, plugin, object, stream, "{r}"),
             }
         }
         let dropped_records = records.len().saturating_sub(max_records as usize);

@@ -9,6 +9,7 @@
 
 pub mod fetch;
 pub mod status;
+mod writer;
 
 use super::oci::OciConfig;
 use super::report::{Report, State};
@@ -20,7 +21,7 @@ use crate::vocab::crd::{ReconcilerPlugin, ReconcilerPluginStatus};
 use crate::vocab::grants::Grants;
 use fetch::{FetchError, Fetched};
 use futures::StreamExt;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::Api;
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Client, ResourceExt};
 use std::collections::BTreeMap;
@@ -118,6 +119,7 @@ pub struct ClusterSource {
     candidates: Arc<Registry>,
     plugins: BTreeMap<String, Plugin>,
     done: (mpsc::UnboundedSender<Done>, mpsc::UnboundedReceiver<Done>),
+    events: crate::report::events::Publisher,
 }
 
 impl ClusterSource {
@@ -131,7 +133,9 @@ impl ClusterSource {
         candidates: Arc<Registry>,
     ) -> Self {
         let (plugins, done) = (BTreeMap::new(), mpsc::unbounded_channel());
-        ClusterSource { client, cfg, leadership, health, candidates, plugins, done }
+        let reporter = kube::runtime::events::Reporter { controller: "kwop".into(), instance: None };
+        let events = crate::report::events::Publisher::new(client.clone(), reporter);
+        ClusterSource { client, cfg, leadership, health, candidates, plugins, done, events }
     }
 
     /// Runs until `stop`: feeds `sup` with catalogs, takes the supervisor's `reports`.
@@ -364,57 +368,5 @@ impl ClusterSource {
             );
         }
         Catalog { entries, errors: Vec::new() }
-    }
-
-    /// Writes every status that changed (server-side apply of the status subresource), only
-    /// while this replica leads.
-    async fn write_statuses(&mut self) {
-        self.health.set_reconcilerplugin_conditions(status::conditions(&self.plugins));
-        if !self.leadership.may_write() {
-            return;
-        }
-        let api: Api<ReconcilerPlugin> = Api::all(self.client.clone());
-        let candidates: BTreeMap<String, status::CandidateKnown> = self
-            .plugins
-            .iter()
-            .filter_map(|(n, p)| Some((n.strip_suffix(CANDIDATE)?.to_string(), p)))
-            .map(|(n, p)| {
-                let c = status::CandidateKnown {
-                    key: p.key.clone(),
-                    invalid: p.invalid.clone(),
-                    fetched: p.fetched.as_ref().map(|f| f.sha256.clone()),
-                    fetch_error: p.fetch_error.clone(),
-                    state: self.candidates.get(&key_of(&n)),
-                };
-                (n, c)
-            })
-            .collect();
-        for (name, p) in self.plugins.iter_mut().filter(|(n, _)| !is_candidate(n)) {
-            let Some(rp) = &p.obj else { continue };
-            let known = status::Known {
-                generation: rp.metadata.generation,
-                key: p.key.clone(),
-                invalid: p.invalid.clone(),
-                fetched: p.fetched.as_ref(),
-                fetching: p.fetching.is_some(),
-                fetch_error: p.fetch_error.as_ref(),
-                report: p.report.as_ref(),
-                synced: self.health.synced(&key_of(name)),
-                suspend: rp.spec.suspend,
-                candidate: candidates.get(name),
-            };
-            let old = p.written.as_ref().or(rp.status.as_ref());
-            let want = status::compute(&known, old);
-            if old.is_some_and(|o| status::same(o, &want)) {
-                continue;
-            }
-            let body = serde_json::json!({
-                "apiVersion": "kwop.dev/v1alpha1", "kind": "ReconcilerPlugin", "status": want,
-            });
-            match api.patch_status(name, &PatchParams::apply("kwop").force(), &Patch::Apply(&body)).await {
-                Ok(_) => p.written = Some(want),
-                Err(e) => tracing::warn!(reconcilerplugin = %name, "cannot write status (retried): {e}"),
-            }
-        }
     }
 }

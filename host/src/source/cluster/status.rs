@@ -82,6 +82,8 @@ pub fn candidate(c: &CandidateKnown) -> CandidateStatus {
 /// did not change.
 pub fn compute(k: &Known<'_>, old: Option<&ReconcilerPluginStatus>) -> ReconcilerPluginStatus {
     let state = k.report.map(|r| &r.state);
+    // A new version loading beside one that serves (a hot swap): still Ready.
+    let serving = k.report.and_then(|r| r.good.as_ref()).filter(|_| k.synced);
     let running = matches!(state, Some(State::Running));
     let (ready, ready_reason, ready_msg): (bool, &str, String) = match state {
         _ if k.suspend => (false, "Suspended", "spec.suspend is true".into()),
@@ -91,6 +93,12 @@ pub fn compute(k: &Known<'_>, old: Option<&ReconcilerPluginStatus>) -> Reconcile
         Some(State::Conflict { message }) => (false, "Conflict", message.clone()),
         Some(State::StartFailed { reason, message }) => (false, reason, message.clone()),
         Some(State::Idle) => (false, "Standby", "this replica is not the leader".into()),
+        Some(State::Loading) | Some(State::Loaded) if serving.is_some() => {
+            let g = serving
+                .map(|g| format!("{} {} (component sha256:{})", g.name, g.version, g.sha256))
+                .unwrap_or_default();
+            (true, "Swapping", format!("loading a new version; {g} keeps serving"))
+        }
         Some(State::Loading) => (false, "Loading", "compiling and checking the component".into()),
         Some(State::Loaded) | Some(State::Rejected { .. }) => (false, "Starting", "starting its controller".into()),
         Some(State::Removed) | None => match (k.fetch_error, k.invalid.as_ref()) {
@@ -133,7 +141,12 @@ pub fn compute(k: &Known<'_>, old: Option<&ReconcilerPluginStatus>) -> Reconcile
         None => cond("Degraded", false, "AsExpected", "nothing is wrong".into()),
     };
     let good = k.report.and_then(|r| r.good.as_ref());
+    let reason = match &degraded {
+        Some((d, _)) if *d != ready_reason => format!("{ready_reason}, Degraded: {d}"),
+        _ => ready_reason.to_string(),
+    };
     ReconcilerPluginStatus {
+        reason: Some(reason),
         observed_generation: k.generation,
         conditions: vec![cond("Ready", ready, ready_reason, ready_msg), degraded_cond],
         source: k.key.as_ref().map(|key| ResolvedSource {
@@ -151,6 +164,48 @@ pub fn compute(k: &Known<'_>, old: Option<&ReconcilerPluginStatus>) -> Reconcile
         last_error: degraded.map(|(_, m)| truncate(m)),
         candidate: k.candidate.map(candidate),
     }
+}
+
+/// An event to record on a ReconcilerPlugin: (Warning?, reason, message).
+pub type Happened = (bool, &'static str, String);
+
+/// What changed from the status written before to the one about to be written, as events:
+/// `Pulled` (a new manifest pinned), `Swapped` (another component runs), `Degraded` (with its
+/// reason, when Degraded turns True or changes reason), `Recovered`, and `Forbidden` /
+/// `Conflict` when Ready turns False for one of them. Nothing on the first status (a restart
+/// must not replay history).
+pub fn happened(old: Option<&ReconcilerPluginStatus>, new: &ReconcilerPluginStatus) -> Vec<Happened> {
+    let Some(old) = old else { return Vec::new() };
+    let mut out = Vec::new();
+    let pinned = |s: &ReconcilerPluginStatus| s.source.as_ref().and_then(|s| s.pinned.clone());
+    if let (Some(p), true) = (pinned(new), pinned(old) != pinned(new)) {
+        out.push((false, "Pulled", format!("pulled {p} (the manifest digest)")));
+    }
+    if let (Some(a), Some(b)) = (&old.active_digest, &new.active_digest) {
+        if a != b {
+            let who = new.plugin.as_ref().map(|p| format!("{} {}", p.name, p.version)).unwrap_or_default();
+            out.push((false, "Swapped", format!("now running {who} (component {b}; was {a})")));
+        }
+    }
+    let cond = |s: &ReconcilerPluginStatus, t: &str| {
+        s.conditions.iter().find(|c| c.type_ == t).map(|c| (c.status == "True", c.reason.clone(), c.message.clone()))
+    };
+    match (cond(old, "Degraded"), cond(new, "Degraded")) {
+        (o, Some((true, reason, message))) if o.as_ref().is_none_or(|(was, r, _)| !was || *r != reason) => {
+            out.push((true, "Degraded", format!("{reason}: {message}")))
+        }
+        (Some((true, ..)), Some((false, ..))) => out.push((false, "Recovered", "nothing is wrong any more".into())),
+        _ => {}
+    }
+    if let (Some(o), Some((false, reason, message))) = (cond(old, "Ready"), cond(new, "Ready")) {
+        let changed = o.0 || o.1 != reason;
+        match reason.as_str() {
+            "Forbidden" if changed => out.push((true, "Forbidden", message)),
+            "Conflict" if changed => out.push((true, "Conflict", message)),
+            _ => {}
+        }
+    }
+    out
 }
 
 /// Each ReconcilerPlugin's conditions as the cluster has them (the watch's copy of its status,
@@ -248,6 +303,40 @@ mod tests {
         assert_eq!((cond(&s, "Ready"), cond(&s, "Degraded")), (("False", "Suspended"), ("False", "AsExpected")));
         let k = Known { invalid: Some("spec.limits.memory: bad".into()), ..Default::default() };
         assert_eq!(cond(&compute(&k, None), "Degraded"), ("True", "InvalidSpec"));
+    }
+
+    #[test]
+    fn a_swap_stays_ready_and_trouble_shows_in_the_reason_column_and_as_events() {
+        let swapping = report(State::Loading);
+        let s = compute(&Known { report: Some(&swapping), synced: true, ..Default::default() }, None);
+        assert_eq!(cond(&s, "Ready"), ("True", "Swapping"));
+        assert!(s.conditions[0].message.contains("p 1 (component sha256:ab) keeps serving"), "{:?}", s.conditions);
+        let r = report(State::Running);
+        let e = FetchError { reason: "NotFound", message: "reg/p:typo: not found".into(), retry: true };
+        let k = Known { fetch_error: Some(&e), report: Some(&r), synced: true, ..Default::default() };
+        let bad = compute(&k, None);
+        assert_eq!(bad.reason.as_deref(), Some("Running, Degraded: NotFound"));
+        let good = compute(&Known { report: Some(&r), synced: true, ..Default::default() }, None);
+        assert_eq!(good.reason.as_deref(), Some("Running"));
+        // Events: the first status says nothing; a change says what changed, once.
+        assert!(happened(None, &bad).is_empty());
+        let ev = happened(Some(&good), &bad);
+        assert_eq!(
+            ev,
+            vec![(
+                true,
+                "Degraded",
+                "NotFound: reg/p:typo: not found; the last good version keeps running".to_string()
+            )]
+        );
+        assert!(happened(Some(&bad), &bad).is_empty());
+        assert_eq!(happened(Some(&bad), &good)[0].1, "Recovered");
+        let mut swapped = good.clone();
+        swapped.active_digest = Some("sha256:cd".into());
+        assert_eq!(happened(Some(&good), &swapped)[0].1, "Swapped");
+        let forbidden = report(State::Rejected { reason: "Forbidden", message: "owns Secrets".into(), kept: false });
+        let f = compute(&Known { report: Some(&forbidden), ..Default::default() }, None);
+        assert!(happened(Some(&good), &f).iter().any(|(w, r, m)| *w && *r == "Forbidden" && m == "owns Secrets"));
     }
 
     #[test]

@@ -197,7 +197,19 @@ fn from_reqwest(reference: String, e: &reqwest::Error) -> OciError {
     }
     match e.status() {
         Some(status) => from_status(reference, status.as_u16(), one_line(&detail)),
-        None => OciError::Unreachable { reference, detail: one_line(&detail) },
+        None => OciError::Unreachable { reference, detail: format!("{}{}", one_line(&detail), tls_hint(&detail)) },
+    }
+}
+
+/// What TLS spoken to a plain-HTTP registry fails with (rustls reading an HTTP answer as a TLS
+/// record), and what to do about it.
+pub(super) fn tls_hint(detail: &str) -> &'static str {
+    let plain = ["InvalidContentType", "corrupt message", "wrong version number", "HTTP response to HTTPS"];
+    if plain.iter().any(|p| detail.contains(p)) {
+        " (the registry does not speak TLS: if it serves plain HTTP, pass --insecure-registry HOST:PORT; \
+         registries on localhost/127.0.0.1 are plain HTTP by default)"
+    } else {
+        ""
     }
 }
 

@@ -253,3 +253,16 @@ fn source_date_epoch_sets_the_created_time() {
     std::env::remove_var("SOURCE_DATE_EPOCH");
     assert_eq!(created_time(), chrono::DateTime::UNIX_EPOCH);
 }
+
+#[test]
+fn registries_on_this_machine_are_plain_http_and_a_tls_failure_says_what_to_do() {
+    for h in ["localhost", "127.0.0.1", "127.1.2.3", "::1", "[::1]"] {
+        assert!(is_loopback(h), "{h}");
+    }
+    for h in ["registry.example.com", "10.0.0.1", "localhost.example.com", "[::2]"] {
+        assert!(!is_loopback(h), "{h}");
+    }
+    let hint = error::tls_hint("error sending request: received corrupt message of type InvalidContentType");
+    assert!(hint.contains("--insecure-registry HOST:PORT"), "{hint}");
+    assert_eq!(error::tls_hint("Connection refused"), "");
+}
