@@ -151,6 +151,15 @@ async fn guest_foo_serves_v1beta1_and_its_stanza_is_kept_then_given_back() -> an
         d.spec.as_ref().and_then(|s| s.replicas) == Some(2)
     })
     .await?;
+    // `kubectl scale` goes through v1beta1 (kubectl's preferred version) and its /scale, both ways converted.
+    let scaled = plane.kubectl_output(&["scale", "-n", &ns, "foo/beta", "--replicas=3"])?;
+    assert!(scaled.contains("scaled"), "{scaled}");
+    deployment_where(&client, &ns, "beta-dep", "the Deployment scaled through v1beta1", |d| {
+        d.spec.as_ref().and_then(|s| s.replicas) == Some(3)
+    })
+    .await?;
+    let stored = api_at(&client, &ns, "samplecontroller.k8s.io", "v1alpha1", "Foo").get("beta").await?;
+    assert_eq!(stored.data["spec"]["replicas"], 3);
     assert!(host.metric("kwop_conversion_requests_total", &[("plugin", "guest-foo"), ("result", "converted")])? >= 2.0);
 
     // A hand edit of the stanza is put back.
