@@ -180,6 +180,22 @@ fn a_number_in_configmap_data_is_refused_offline() {
     assert!(m.contains("ConfigMap \"n\": .data.replicas: invalid type: integer `1`, expected a string"), "{m}");
 }
 
+/// Issue 40: offline checks stopped at structure, so a value the API server refuses (a name, an
+/// Ingress host) passed offline and left a half-written set on the cluster. Now it is refused
+/// offline, naming the field, as the API server would.
+#[test]
+fn a_value_the_api_server_refuses_is_refused_offline() {
+    let d = tmp("cm-bad-name");
+    let chaos = json!({ "apiVersion": "test.kwop.dev/v1", "kind": "Chaos", "metadata": { "name": "v", "namespace": "default" }, "spec": { "mode": "invalid-object" } });
+    let (ok, out, _) = reconcile(
+        Path::new(kwop_tests::plugins::CHAOS),
+        &["--primary", &write(&d, "p.yaml", &chaos).display().to_string()],
+    );
+    assert!(!ok, "{out}");
+    let m = out["error"]["message"].as_str().unwrap_or_default();
+    assert!(m.contains("ConfigMap \"Not_A_Valid_Name\": .metadata.name: \"Not_A_Valid_Name\" is not a DNS-1123 subdomain"), "{m}");
+}
+
 /// The same plugin and the same world, offline and on the cluster (issue 22, point 3), each rule
 /// on its own value: the primary has no namespace (offline: `default`, as kubectl), `peer` has an
 /// explicit namespace and is read with `cache.get` and none (the primary's namespace), `peer2`

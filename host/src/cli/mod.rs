@@ -143,8 +143,8 @@ pub struct RunArgs {
     /// "kwop-system"].
     #[arg(long, env = "KWOP_SYSTEM_NAMESPACE")]
     pub system_namespace: Option<String>,
-    /// A registry (host or host:port) pulled from over plain HTTP instead of HTTPS, e.g. a
-    /// registry on loopback. Repeatable.
+    /// A registry (host or host:port) pulled from over plain HTTP instead of HTTPS (registries
+    /// on this machine — localhost, 127.0.0.0/8, ::1 — are plain HTTP without it). Repeatable.
     #[arg(long = "insecure-registry", value_name = "HOST[:PORT]")]
     pub insecure_registries: Vec<String>,
     /// The largest component pulled from a registry (checked from the manifest before download).

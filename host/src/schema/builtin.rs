@@ -1,5 +1,7 @@
 //! Built-in kinds checked offline through their k8s-openapi types: a value of the wrong type
-//! (`data.replicas: 1` in a ConfigMap) fails to deserialize, with the field's path.
+//! (`data.replicas: 1` in a ConfigMap) fails to deserialize, with the field's path; a value of
+//! the right type the API server would still refuse (a name, a port, an Ingress host) is caught
+//! by [`super::values`].
 //!
 //! Fields the type does not know are not reported (k8s-openapi ignores them), and a missing
 //! required field is not an error: a server-side apply intent is merged into the live object.
@@ -14,7 +16,8 @@ pub fn check(api_version: &str, kind: &str, object: &Value) -> Option<Vec<Violat
         ($($t:ty),* $(,)?) => {
             $(
                 if api_version == <$t as k8s_openapi::Resource>::API_VERSION && kind == <$t as k8s_openapi::Resource>::KIND {
-                    return Some(typed::<$t>(object));
+                    let wrong_type = typed::<$t>(object);
+                    return Some(if wrong_type.is_empty() { super::values::check(kind, object) } else { wrong_type });
                 }
             )*
         };

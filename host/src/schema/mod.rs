@@ -9,6 +9,7 @@
 
 pub mod builtin;
 pub mod structural;
+pub mod values;
 
 use crate::vocab::Gvk;
 use serde_json::Value;

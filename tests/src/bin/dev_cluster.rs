@@ -1,8 +1,10 @@
 //! `kwop-dev-cluster`: the full local control plane for humans, in the foreground.
 //!
 //! Starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok (one fake node),
-//! installs the CRDs, writes the admin kubeconfig to `--kubeconfig-out` (default
-//! `.kwop/dev/kubeconfig`), prints how to use it, and stops everything on Ctrl-C / SIGTERM.
+//! installs the CRDs, starts a local OCI registry (distribution's, plain HTTP on a loopback port:
+//! `kwop plugin push` and the host need no flag for it), writes the admin kubeconfig to
+//! `--kubeconfig-out` (default `.kwop/dev/kubeconfig`) and the registry's address beside it
+//! (`registry`), prints how to use both, and stops everything on Ctrl-C / SIGTERM.
 
 use kwop_tests::{ControlPlane, Mode};
 
@@ -28,6 +30,7 @@ fn main() -> anyhow::Result<()> {
     }
     eprintln!("starting the local control plane ({mode:?})...");
     let plane = ControlPlane::start(mode)?;
+    let registry = kwop_tests::registry::Registry::start()?;
     if let Some(d) = out.parent() {
         std::fs::create_dir_all(d)?;
     }
@@ -36,6 +39,9 @@ fn main() -> anyhow::Result<()> {
     println!("kubeconfig: {}", out.display());
     println!("  export KUBECONFIG={}", out.display());
     println!("  {}/kubectl get nodes", plane.bin.display());
+    println!("registry: {} (plain HTTP on loopback)", registry.host_port());
+    println!("  kwop plugin push dist/plugin.wasm {}/my-plugin:0.1.0", registry.host_port());
+    std::fs::write(out.with_file_name("registry"), registry.host_port())?;
     println!("logs: {}", plane.dir.display());
     println!("Ctrl-C (or SIGTERM) stops it.");
     let ready = out.with_file_name("ready");
@@ -51,6 +57,7 @@ fn main() -> anyhow::Result<()> {
     })?;
     let _ = std::fs::remove_file(&ready);
     eprintln!("stopping the control plane...");
+    drop(registry);
     drop(plane);
     Ok(())
 }

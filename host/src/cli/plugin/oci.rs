@@ -22,7 +22,8 @@ use that in a ReconcilerPlugin's spec.source so the cluster runs exactly what yo
 
 Examples:
   kwop plugin push dist/plugin.wasm ghcr.io/acme/foo-plugin:1.0
-  kwop plugin push foo.wasm 127.0.0.1:5000/foo:dev --insecure-registry 127.0.0.1:5000
+  kwop plugin push foo.wasm 127.0.0.1:5000/foo:dev       (loopback: plain HTTP, no flag)
+  kwop plugin push foo.wasm lab-registry:5000/foo:dev --insecure-registry lab-registry:5000
   SOURCE_DATE_EPOCH=$(git log -1 --format=%ct) kwop plugin push foo.wasm registry.example.com/foo:$(git rev-parse --short HEAD)";
 
 /// Shown under `kwop plugin pull --help`.
@@ -35,14 +36,15 @@ Prints the reference pinned to the manifest's digest (what a tag resolved to), o
 
 Examples:
   kwop plugin pull ghcr.io/acme/foo-plugin:1.0 -o foo.wasm
-  kwop plugin pull oci://127.0.0.1:5000/foo@sha256:<64 hex> --insecure-registry 127.0.0.1:5000
+  kwop plugin pull oci://127.0.0.1:5000/foo@sha256:<64 hex>
   kwop plugin pull registry.example.com/team/foo:2 --docker-config ~/.docker/config.json";
 
 /// How to reach the registry.
 #[derive(Debug, Clone, Args)]
 pub struct RegistryArgs {
-    /// Reach this registry over plain HTTP instead of HTTPS (a loopback or lab registry); a HOST
-    /// without a port covers all its ports. Repeatable.
+    /// Reach this registry over plain HTTP instead of HTTPS (a lab registry); a HOST without a
+    /// port covers all its ports. Registries on this machine (localhost, 127.0.0.0/8, ::1) are
+    /// plain HTTP without it, as Docker treats them. Repeatable.
     #[arg(long = "insecure-registry", value_name = "HOST[:PORT]")]
     pub insecure: Vec<String>,
     /// Credentials: a docker config file (`{"auths": {"HOST[:PORT]": {"auth": base64(user:pass)}}}`,
