@@ -47,6 +47,7 @@ fn main() {
     build(&root, &out, "not-a-plugin", &[], "not-a-plugin.wasm", "KWOP_PLUGIN_WRONG_WORLD");
     build(&root, &out, "plugin-selfheal", &[], "plugin_selfheal.wasm", "KWOP_PLUGIN_SELFHEAL");
     build(&root, &out, "plugin-finalizer", &[], "plugin_finalizer.wasm", "KWOP_PLUGIN_FINALIZER");
+    build(&root, &out, "plugin-converter", &[], "plugin_converter.wasm", "KWOP_PLUGIN_CONVERTER");
     build(&root, &out, "plugin-quorum", &[], "plugin_quorum.wasm", "KWOP_PLUGIN_QUORUM");
     build(&root, &out, "config-sync", &[], "config_sync.wasm", "KWOP_PLUGIN_CONFIG_SYNC");
     println!("cargo:rerun-if-env-changed=CARGO_TARGET_DIR");

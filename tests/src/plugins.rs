@@ -17,6 +17,8 @@ pub const SELFHEAL: &str = env!("KWOP_PLUGIN_SELFHEAL");
 /// Fin → ConfigMap copies in other namespaces; its finalize misbehaves on demand
 /// (tests/plugins/finalizer, `kwop:reconciler@0.2`).
 pub const FINALIZER: &str = env!("KWOP_PLUGIN_FINALIZER");
+/// Converts conv.kwop.dev Conv objects between v1 and v2, well or badly as spec.mode says.
+pub const CONVERTER: &str = env!("KWOP_PLUGIN_CONVERTER");
 /// Validates Foos as a quorum would: an even `spec.replicas` is refused, 9 traps, an even
 /// `status.availableReplicas` is refused (tests/plugins/quorum, `kwop:reconciler@0.2`).
 pub const QUORUM: &str = env!("KWOP_PLUGIN_QUORUM");

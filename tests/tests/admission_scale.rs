@@ -23,7 +23,15 @@ fn foo_with(name: &str, replicas: i64) -> String {
 fn kubectl_scale(plane: &ControlPlane, ns: &str, name: &str, replicas: i64) -> anyhow::Result<(bool, String)> {
     let out = Command::new(plane.bin.join("kubectl"))
         .arg(format!("--kubeconfig={}", plane.kubeconfig.display()))
-        .args(["scale", "-n", ns, &format!("foo/{name}"), &format!("--replicas={replicas}")])
+        // The version named: kubectl prefers v1beta1, which converts only where guest-foo is
+        // granted the conversion (tests/tests/conversion.rs scales through it).
+        .args([
+            "scale",
+            "-n",
+            ns,
+            &format!("foos.v1alpha1.samplecontroller.k8s.io/{name}"),
+            &format!("--replicas={replicas}"),
+        ])
         .output()?;
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     Ok((out.status.success(), text))

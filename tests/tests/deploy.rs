@@ -89,8 +89,9 @@ async fn deploy_applies_and_its_service_account_is_enough_and_no_more() -> anyho
         ("patch", "mutatingwebhookconfigurations.admissionregistration.k8s.io/kwop", None),
         ("update", "secrets/kwop-webhook-tls", Some("kwop-system")),
         ("create", "secrets", Some("kwop-system")),
-        // Scale requests: where the Foo CRD keeps the replicas.
+        // Scale requests and conversion: the Foo CRD, by name.
         ("get", "customresourcedefinitions.apiextensions.k8s.io/foos.samplecontroller.k8s.io", None),
+        ("patch", "customresourcedefinitions.apiextensions.k8s.io/foos.samplecontroller.k8s.io", None),
     ] {
         assert!(can_i(plane, verb, res, scope), "must be able to {verb} {res} in {scope:?}");
     }
@@ -102,7 +103,8 @@ async fn deploy_applies_and_its_service_account_is_enough_and_no_more() -> anyho
         ("create", "secrets", Some(ns.as_str())),
         ("get", "customresourcedefinitions.apiextensions.k8s.io/reconcilerplugins.kwop.dev", None),
         ("list", "customresourcedefinitions.apiextensions.k8s.io", None),
-        ("patch", "customresourcedefinitions.apiextensions.k8s.io/foos.samplecontroller.k8s.io", None),
+        ("patch", "customresourcedefinitions.apiextensions.k8s.io/reconcilerplugins.kwop.dev", None),
+        ("update", "customresourcedefinitions.apiextensions.k8s.io/foos.samplecontroller.k8s.io", None),
     ] {
         assert!(!can_i(plane, verb, res, scope), "must NOT be able to {verb} {res} in {scope:?}");
     }

@@ -43,6 +43,11 @@ impl ResolvesServerCert for Resolver {
 }
 
 impl Resolver {
+    /// Whether a certificate is loaded (without one every handshake fails).
+    pub fn has_certificate(&self) -> bool {
+        self.current.load().is_some()
+    }
+
     /// Serves `chain` (PEM) with `key` (PEM) from now on.
     pub fn set(&self, chain_pem: &[u8], key_pem: &[u8]) -> anyhow::Result<()> {
         use rustls::pki_types::pem::PemObject;

@@ -9,15 +9,20 @@
 //! response; [`scale`] turns a `/scale` request into the primary as it would be; [`certs`] owns
 //! the serving certificate (a self-signed CA kept in a Secret, rotated, or a certificate someone
 //! else — cert-manager — writes there); [`webhooks`] keeps the ValidatingWebhookConfiguration and
-//! its `caBundle` current (the leader only).
+//! its `caBundle` current (the leader only). Conversion: `convert` serves `/convert/<plugin>`,
+//! [`roundtrip`] checks what a plugin returns, and [`conversion`] keeps the granted CRDs'
+//! `spec.conversion` (the leader only).
 //!
-//! Floor 10 of 0–15 (`docs/ARCHITECTURE.md`). May use: `leader`, `outcome`, `plugin`, `telemetry`,
-//! `vocab`, `watch`. Used by: `cli`, `controller`, `hotswap`, `offline`.
+//! Floor 10 of 0–15 (`docs/ARCHITECTURE.md`). May use: `leader`, `outcome`, `plugin`, `report`,
+//! `shadow`, `telemetry`, `vocab`, `watch`. Used by: `cli`, `controller`, `hotswap`, `offline`.
 
 pub mod certs;
+pub mod conversion;
+mod convert;
 pub mod decide;
 mod mutate;
 pub mod mutation;
+pub mod roundtrip;
 pub mod scale;
 mod review;
 pub mod server;
@@ -101,6 +106,7 @@ pub async fn start(
     pool: Arc<Pool>,
     metrics: Arc<crate::telemetry::Metrics>,
     leadership: Arc<crate::leader::Leadership>,
+    health: Arc<crate::telemetry::Health>,
     stop: tokio_util::sync::CancellationToken,
 ) -> anyhow::Result<Arc<Registry>> {
     // Taken now, or said now (the server binds again in its task).
@@ -112,8 +118,22 @@ pub async fn start(
     certs::ensure_namespace(&client, &config.namespace).await?;
     let registry = Registry::new(config.clone(), pool, client.clone());
     let resolver = Arc::new(certs::Resolver::default());
+    // Not ready without a certificate: the Service sends the API server's requests (conversions
+    // above all, which no failure policy covers) to replicas that can answer.
+    let r = resolver.clone();
+    health.attach_webhook(Arc::new(move || {
+        (!r.has_certificate()).then(|| "the webhook has no serving certificate yet".to_string())
+    }));
     let (ca_tx, ca_rx) = tokio::sync::watch::channel(None);
     tokio::spawn(certs::run(config.clone(), client.clone(), resolver.clone(), leadership.clone(), ca_tx, stop.clone()));
+    tokio::spawn(conversion::run(
+        config.clone(),
+        client.clone(),
+        registry.clone(),
+        ca_rx.clone(),
+        leadership.clone(),
+        stop.clone(),
+    ));
     tokio::spawn(webhooks::run(config.clone(), client, registry.clone(), ca_rx, leadership, stop.clone()));
     tokio::spawn(registry.clone().follow(stop.clone()));
     let router = server::router(registry.clone(), metrics);

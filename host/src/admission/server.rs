@@ -41,6 +41,7 @@ pub fn router(registry: Arc<Registry>, metrics: Arc<Metrics>) -> Router {
     Router::new()
         .route("/validate/{plugin}", post(super::validate::handle))
         .route("/mutate/{plugin}", post(super::mutate::handle))
+        .route("/convert/{plugin}", post(super::convert::handle))
         .with_state(AppState { registry, metrics, in_flight })
 }
 

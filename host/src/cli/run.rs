@@ -243,6 +243,7 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
                 pool.clone(),
                 metrics.clone(),
                 leadership.clone(),
+                health.clone(),
                 stop_http.clone(),
             )
             .await?,

@@ -27,7 +27,7 @@ impl Supervisor {
         self.publish_admission();
     }
 
-    /// The plugins that validate, to the admission registry: each good version that is not
+    /// The plugins that validate, mutate or convert, to the admission registry: each good version that is not
     /// removed, suspended, or waiting for another plugin's primary kind — on standbys too, since
     /// every replica answers the webhook.
     pub(super) fn publish_admission(&self) {
@@ -38,7 +38,9 @@ impl Supervisor {
             .filter(|(_, s)| !s.removed && !s.entry.as_ref().is_some_and(|e| e.suspend))
             .filter_map(|(file, s)| {
                 let p = s.good.clone()?;
-                if !p.info.validates || self.claim_holder(file, &p.info.primary).is_some() {
+                if !(p.info.validates || p.info.mutates() || p.info.converts())
+                    || self.claim_holder(file, &p.info.primary).is_some()
+                {
                     return None;
                 }
                 let failure_policy = s.entry.as_ref().and_then(|e| e.failure_policy);

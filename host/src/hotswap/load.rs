@@ -162,6 +162,9 @@ impl Supervisor {
                     }
                     return self.load_failed(&file, "forbidden", msg);
                 }
+                if plugin.info.converts() && !g.conversion {
+                    not_granted_conversion(&self.shared.client, &file, &plugin.info);
+                }
                 plugin.grants = g;
             }
             None => {
@@ -354,4 +357,24 @@ async fn load(
         },
     );
     r
+}
+
+/// A plugin that declares `converts` without `grants.conversion`: it runs, is not asked to
+/// convert, and its ReconcilerPlugin gets a Warning event saying so (the log too).
+fn not_granted_conversion(client: &kube::Client, file: &str, info: &crate::vocab::PluginInfo) {
+    let msg = format!(
+        "plugin {} converts {:?} but its ReconcilerPlugin does not grant the conversion (spec.grants.conversion: \
+         true): it runs, and the CRD's conversion is left as it is",
+        info.name, info.converts
+    );
+    tracing::warn!(file, plugin = %info.name, "{msg}");
+    if let Some(rp) = file.strip_prefix("reconcilerplugin/") {
+        let reference = k8s_openapi::api::core::v1::ObjectReference {
+            api_version: Some("kwop.dev/v1alpha1".into()),
+            kind: Some("ReconcilerPlugin".into()),
+            name: Some(rp.into()),
+            ..Default::default()
+        };
+        crate::report::host_warning(client, reference, "ConversionNotGranted", &msg);
+    }
 }

@@ -1,5 +1,5 @@
 //! The offline engine under `kwop plugin reconcile | validate | test | replay`: one reconcile, or
-//! one admission request, run as the host would run it but against a static cache built from
+//! one admission request (or conversion round trip), run as the host would run it but against a static cache built from
 //! files — namespaces filled in as on a cluster, the owned objects found as the host finds them,
 //! the write fence and the API server's schemas applied — and the files themselves (objects,
 //! CRDs, fixture folders).
@@ -7,9 +7,11 @@
 //! Floor 14 of 0–15 (`docs/ARCHITECTURE.md`). May use: `admission`, `outcome`, `plugin`, `schema`,
 //! `vocab`. Used by: `cli`.
 
+mod convert;
 mod files;
 mod validate;
 
+pub use convert::{convert_offline, round_trips};
 pub use files::{collect, load_crds, read_objects};
 pub use validate::{mutate_offline, validate_offline};
 

@@ -104,7 +104,11 @@ pub struct Health {
     inner: Mutex<Inner>,
     engine: OnceLock<Arc<PluginEngine>>,
     shard: OnceLock<Arc<crate::shard::Shard>>,
+    webhook: OnceLock<Unready>,
 }
+
+/// Why a part of the host cannot serve yet, if it cannot.
+pub type Unready = Arc<dyn Fn() -> Option<String> + Send + Sync>;
 
 struct Inner {
     role: Role,
@@ -132,6 +136,7 @@ impl Default for Health {
             }),
             engine: OnceLock::new(),
             shard: OnceLock::new(),
+            webhook: OnceLock::new(),
         }
     }
 }
@@ -164,6 +169,12 @@ impl Health {
     /// Lets readiness see whether this replica holds what the shard ring assigns it.
     pub fn attach_shard(&self, shard: Arc<crate::shard::Shard>) {
         let _ = self.shard.set(shard);
+    }
+
+    /// Lets readiness see whether the webhook can answer (conversion has no failure policy: a
+    /// replica that cannot answer must not get the API server's requests).
+    pub fn attach_webhook(&self, unready: Unready) {
+        let _ = self.webhook.set(unready);
     }
 
     /// The supervisor's loop is alive.
@@ -284,6 +295,9 @@ impl Health {
     /// Why it is not ready, if it is not.
     pub fn not_ready_because(&self) -> Option<String> {
         if let Some(why) = self.shard.get().and_then(|s| s.unready()) {
+            return Some(why);
+        }
+        if let Some(why) = self.webhook.get().and_then(|f| f()) {
             return Some(why);
         }
         let i = self.lock();

@@ -151,6 +151,12 @@ pub struct Metrics {
     pub mutation: Family<ResultLabels, Counter>,
     /// Time to answer a mutation request.
     pub mutation_seconds: Family<PluginLabel, Histogram, fn() -> Histogram>,
+    /// Conversion requests (ConversionReviews) answered, by result (`converted`, `failed`, `busy`).
+    pub conversion: Family<ResultLabels, Counter>,
+    /// Time to answer a conversion request.
+    pub conversion_seconds: Family<PluginLabel, Histogram, fn() -> Histogram>,
+    /// Sampled conversions that did not round-trip (A → B → A did not give A back).
+    pub conversion_round_trip_failures: Family<PluginLabel, Counter>,
     /// Objects a watch received outside this replica's shard (dropped; none when the API server
     /// slices the watch).
     pub shard_outside: Family<KindLabel, Counter>,
@@ -204,6 +210,9 @@ impl Metrics {
             admission_seconds: Family::new_with_constructor(seconds_histogram),
             mutation: Family::default(),
             mutation_seconds: Family::new_with_constructor(seconds_histogram),
+            conversion: Family::default(),
+            conversion_seconds: Family::new_with_constructor(seconds_histogram),
+            conversion_round_trip_failures: Family::default(),
             shard_outside: Family::default(),
             shard_range_ppm: Gauge::default(),
             shard_unheld_ppm: Gauge::default(),
@@ -287,6 +296,21 @@ impl Metrics {
             m.mutation.clone(),
         );
         registry.register("mutation_duration_seconds", "Time to answer a mutation request", m.mutation_seconds.clone());
+        registry.register(
+            "conversion_requests",
+            "CRD conversion requests answered, by result (converted, failed, busy)",
+            m.conversion.clone(),
+        );
+        registry.register(
+            "conversion_duration_seconds",
+            "Time to answer a CRD conversion request",
+            m.conversion_seconds.clone(),
+        );
+        registry.register(
+            "conversion_round_trip_failures",
+            "Sampled CRD conversions that did not round-trip (converted back, the object differed)",
+            m.conversion_round_trip_failures.clone(),
+        );
         registry.register(
             "watch_objects_outside_shard",
             "Objects a watch received outside this replica's shard and dropped (none when the API server slices watches)",

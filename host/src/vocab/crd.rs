@@ -135,6 +135,11 @@ pub struct Grants {
     /// (kinds owned `acrossNamespaces`: in any of these).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespaces: Option<Vec<String>>,
+    /// The plugin may convert its primary's CRD between versions: a plugin whose `info()`
+    /// declares `converts` gets the CRD's `spec.conversion` (a webhook to this host) written and
+    /// kept. The host's RBAC must allow `get` and `patch` on that CustomResourceDefinition.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub conversion: bool,
 }
 
 /// Limits of one plugin.

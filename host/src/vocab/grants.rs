@@ -59,6 +59,9 @@ pub struct Grants {
     pub reads: Vec<Gvk>,
     /// Where.
     pub namespaces: Namespaces,
+    /// Whether it may convert its primary's CRD between versions (`spec.grants.conversion`;
+    /// never in folder mode, which has no admin to grant it).
+    pub conversion: bool,
 }
 
 fn kind(k: &crd::KindRef, what: &str) -> Result<Gvk, String> {
@@ -87,7 +90,7 @@ impl Grants {
                 Namespaces::Listed(list.iter().cloned().collect())
             }
         };
-        Ok(Grants { primary, owns, across, reads, namespaces })
+        Ok(Grants { primary, owns, across, reads, namespaces, conversion: g.conversion })
     }
 
     /// What folder mode grants: everything the plugin declares, in every namespace.
@@ -98,6 +101,7 @@ impl Grants {
             across: info.across.clone(),
             reads: info.reads.clone(),
             namespaces: Namespaces::All,
+            conversion: false,
         }
     }
 
@@ -176,6 +180,7 @@ mod tests {
             owns: vec![owned("apps/v1", "Deployment", false), owned("v1", "ServiceAccount", true)],
             reads: vec![k("v1", "ConfigMap")],
             namespaces,
+            conversion: false,
         })
         .expect("valid")
     }
@@ -229,7 +234,8 @@ mod tests {
 
     #[test]
     fn bad_grants_are_refused() {
-        let bad = crd::Grants { primary: k("", "Foo"), owns: vec![], reads: vec![], namespaces: None };
+        let bad =
+            crd::Grants { primary: k("", "Foo"), owns: vec![], reads: vec![], namespaces: None, conversion: false };
         let mut across = bad.clone();
         across.primary = k("v1", "ConfigMap");
         across.owns = vec![owned("v1", "Secret", true)];

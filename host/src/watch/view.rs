@@ -234,6 +234,7 @@ mod tests {
                 across,
                 reads: vec![namespace.clone()],
                 namespaces,
+                conversion: false,
             })
         };
         let names = |v: &RecordingCache, kind: &Gvk| -> Vec<String> {

@@ -8,6 +8,10 @@
 //! condition's transition time) are reproducible; `--update` writes one with the instant it used
 //! when it writes an `expected.json` beside none, so the updated fixture passes on the next run.
 //!
+//! Where the plugin converts (`info().converts`), each fixture's `primary.yaml` is also converted
+//! to every other version it declares and back, as the host's webhook would: a conversion that
+//! fails, changes `metadata` or does not give the object back fails the fixture, with a message.
+//!
 //! A validation fixture has `object.yaml` (the object admitted) instead of `primary.yaml`, an
 //! optional `old.yaml` (then it is an UPDATE) and `observed.yaml`, and `expected.json`, exactly
 //! what `kwop plugin validate` prints.
@@ -107,11 +111,16 @@ fn run_one(
         }
         Err(_) => None,
     };
+    let mut round_trips = Vec::new();
     let (mut got, _) = if dir.join("object.yaml").is_file() {
         let old = if dir.join("old.yaml").is_file() { Some(first("old.yaml")?) } else { None };
         crate::offline::validate_offline(p, first("object.yaml")?, old, observed, schemas, started_at)
     } else {
-        reconcile_offline_at(p, first("primary.yaml")?, observed, &Checks { fence: true, schemas }, started_at)
+        let primary = first("primary.yaml")?;
+        if p.info.converts() {
+            round_trips = crate::offline::round_trips(p, &primary);
+        }
+        reconcile_offline_at(p, primary, observed, &Checks { fence: true, schemas }, started_at)
     };
     let expected_file = dir.join("expected.json");
     let mut expected: Option<Value> = match std::fs::read_to_string(&expected_file) {
@@ -125,7 +134,7 @@ fn run_one(
             remove_path(e, path);
         }
     }
-    if expected.as_ref() == Some(&got) {
+    if expected.as_ref() == Some(&got) && round_trips.is_empty() {
         return Ok(Verdict::Same);
     }
     if update {
@@ -137,9 +146,15 @@ fn run_one(
             std::fs::write(&call_file, serde_json::to_string_pretty(&call)? + "\n")
                 .with_context(|| format!("cannot write {}", call_file.display()))?;
         }
-        return Ok(Verdict::Written);
+        if round_trips.is_empty() {
+            return Ok(Verdict::Written);
+        }
     }
-    let mut lines = Vec::new();
+    // A conversion that does not round-trip fails the fixture whatever expected.json says.
+    let mut lines = round_trips;
+    if expected.as_ref() == Some(&got) || update {
+        return Ok(Verdict::Differs(lines));
+    }
     crate::shadow::compare::diff("", expected.as_ref().unwrap_or(&Value::Null), &got, &mut lines);
     Ok(Verdict::Differs(lines))
 }
