@@ -193,7 +193,10 @@ fn a_value_the_api_server_refuses_is_refused_offline() {
     );
     assert!(!ok, "{out}");
     let m = out["error"]["message"].as_str().unwrap_or_default();
-    assert!(m.contains("ConfigMap \"Not_A_Valid_Name\": .metadata.name: \"Not_A_Valid_Name\" is not a DNS-1123 subdomain"), "{m}");
+    assert!(
+        m.contains("ConfigMap \"Not_A_Valid_Name\": .metadata.name: \"Not_A_Valid_Name\" is not a DNS-1123 subdomain"),
+        "{m}"
+    );
 }
 
 /// The same plugin and the same world, offline and on the cluster (issue 22, point 3), each rule

@@ -82,7 +82,8 @@ The rules the host needs for one plugin of the values (the same as `kwop plugin 
 host/src/vocab/rbac.rs): get/list/watch on every granted kind, cluster-wide; patch on the
 primary's /status (and the primary when it finalizes); create/patch/delete on owned kinds — in a
 Role per granted namespace when the grants list namespaces (namespaced kinds), else cluster-wide;
-get on the primary's CRD by name when it validates (a custom primary: not in a built-in group).
+get on the primary's CRD by name when it validates, get and patch when its conversion is granted (a custom
+primary: not in a built-in group).
 Prints {cluster: [rules], local: [rules]}.
 */}}
 {{- define "kwop.pluginRules" -}}
@@ -117,8 +118,11 @@ Prints {cluster: [rules], local: [rules]}.
 {{- range $cluster.keys }}{{ $_ := set $out "cluster" (append $out.cluster (get $cluster.rules .)) }}{{ end -}}
 {{- $p := include "kwop.kind" (dict "ref" $g.primary "overrides" $over) | fromYaml -}}
 {{- $builtinGroups := list "" "admissionregistration.k8s.io" "apiextensions.k8s.io" "apiregistration.k8s.io" "apps" "authentication.k8s.io" "authorization.k8s.io" "autoscaling" "batch" "certificates.k8s.io" "coordination.k8s.io" "discovery.k8s.io" "events.k8s.io" "flowcontrol.apiserver.k8s.io" "internal.apiserver.k8s.io" "networking.k8s.io" "node.k8s.io" "policy" "rbac.authorization.k8s.io" "resource.k8s.io" "scheduling.k8s.io" "storage.k8s.io" "storagemigration.k8s.io" -}}
-{{- if and $rbac.validates (not (has $p.group $builtinGroups)) -}}
-{{- $crd := dict "apiGroups" (list "apiextensions.k8s.io") "resources" (list "customresourcedefinitions") "resourceNames" (list (printf "%s.%s" $p.plural $p.group)) "verbs" (list "get") -}}
+{{- $crdVerbs := list -}}
+{{- if or $rbac.validates $g.conversion }}{{ $crdVerbs = append $crdVerbs "get" }}{{ end -}}
+{{- if $g.conversion }}{{ $crdVerbs = append $crdVerbs "patch" }}{{ end -}}
+{{- if and $crdVerbs (not (has $p.group $builtinGroups)) -}}
+{{- $crd := dict "apiGroups" (list "apiextensions.k8s.io") "resources" (list "customresourcedefinitions") "resourceNames" (list (printf "%s.%s" $p.plural $p.group)) "verbs" $crdVerbs -}}
 {{- $_ := set $out "cluster" (append $out.cluster $crd) -}}
 {{- end -}}
 {{- range $local.keys }}{{ $_ := set $out "local" (append $out.local (get $local.rules .)) }}{{ end -}}

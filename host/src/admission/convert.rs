@@ -15,8 +15,8 @@
 //! object (as the API server has it: the original) and the counter
 //! `kwop_conversion_round_trip_failures_total{plugin}` — the answer given stays what the plugin said.
 
+use super::review::{AppState, MAX_BODY, UNKNOWN};
 use super::roundtrip;
-use super::server::{AppState, MAX_BODY, UNKNOWN};
 use super::{Registry, Validating};
 use crate::plugin::{CallError, CallSpec, ConversionRequest};
 use crate::telemetry::Metrics;

@@ -4,7 +4,8 @@
 //! namespace and the grants filter —; patch on the primary's `/status` (and on the primary itself
 //! when the plugin finalizes: its finalizer); create, patch and delete on the owned kinds; get on
 //! the primary's CustomResourceDefinition, by name, when the plugin validates (admission of
-//! `/scale` reads its `specReplicasPath`). Writes
+//! `/scale` reads its `specReplicasPath`), get and patch when its conversion is granted (the host
+//! keeps the CRD's `spec.conversion`). Writes
 //! go where the grants allow them: a Role in each granted namespace, or the ClusterRole when the
 //! grants list none (or the kind is cluster-scoped).
 //!
@@ -231,12 +232,21 @@ pub fn plugin_rbac(grants: &Grants, declares: Declares, resources: &Resources) -
     }
     let mut cluster = cluster.into_rules();
     let p = &grants.primary;
-    if declares.validates && !BUILTIN_GROUPS.contains(&p.group.as_str()) {
+    // The primary's CRD: read for `/scale` admission, read and patched (its `spec.conversion`)
+    // when the conversion is granted.
+    let mut crd_verbs = Vec::new();
+    if declares.validates || grants.conversion {
+        crd_verbs.push("get".to_string());
+    }
+    if grants.conversion {
+        crd_verbs.push("patch".to_string());
+    }
+    if !crd_verbs.is_empty() && !BUILTIN_GROUPS.contains(&p.group.as_str()) {
         cluster.push(PolicyRule {
             api_groups: Some(vec!["apiextensions.k8s.io".into()]),
             resources: Some(vec!["customresourcedefinitions".into()]),
             resource_names: Some(vec![format!("{}.{}", resources.get(p).plural, p.group)]),
-            verbs: vec!["get".into()],
+            verbs: crd_verbs,
             ..Default::default()
         });
     }

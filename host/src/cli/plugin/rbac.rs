@@ -177,6 +177,7 @@ fn skeleton(info: &PluginInfo, file: &std::path::Path, oci: Option<&str>) -> any
             .collect(),
         reads: info.reads.iter().map(kind).collect(),
         namespaces: None,
+        conversion: info.converts(),
     };
     let spec =
         crd::ReconcilerPluginSpec { source, grants, limits: None, suspend: false, candidate: None, admission: None };
