@@ -129,9 +129,8 @@ async fn guest_foo_serves_v1beta1_and_its_stanza_is_kept_then_given_back() -> an
     converting(&client, crd, "guest-foo").await?;
     // v1beta1 ships unserved (kubectl would prefer it where nothing converts); serve it, as the
     // docs tell the admin who grants the conversion.
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     let serve = json!([{ "op": "replace", "path": "/spec/versions/1/served", "value": true }]);
-    crds.patch(crd, &PatchParams::default(), &Patch::<()>::Json(serde_json::from_value(serve)?)).await?;
+    crds(&client).patch(crd, &PatchParams::default(), &Patch::<()>::Json(serde_json::from_value(serve)?)).await?;
     wait::until("v1beta1 served", WITHIN, || async {
         let ok = plane.kubectl_output(&["get", "foos.v1beta1.samplecontroller.k8s.io", "-A"]).is_ok();
         Ok(ok.then_some(()))

@@ -324,6 +324,7 @@ mod tests {
             across: vec![],
             reads: vec![Gvk::new("", "v1", "ConfigMap"), Gvk::new("apps", "v1", "Deployment")],
             namespaces,
+            conversion: false,
         }
     }
 
@@ -409,5 +410,20 @@ mod tests {
         assert!(!pv.namespaced && !pv.guessed);
         let policy = res.get(&Gvk::new("example.com", "v1", "Policy"));
         assert_eq!((policy.plural.as_str(), policy.guessed), ("policies", true));
+    }
+
+    #[test]
+    fn a_granted_conversion_may_get_and_patch_the_primarys_crd_only() {
+        let res = Resources::default();
+        let g = Grants { conversion: true, ..grants(Namespaces::Own) };
+        let r = plugin_rbac(&g, Declares { finalizes: false, validates: false }, &res);
+        let crd: Vec<&PolicyRule> = r
+            .cluster
+            .iter()
+            .filter(|p| p.resources.as_ref().is_some_and(|r| r[0] == "customresourcedefinitions"))
+            .collect();
+        assert_eq!(crd.len(), 1);
+        assert_eq!(crd[0].verbs, vec!["get", "patch"]);
+        assert_eq!(crd[0].resource_names.as_deref(), Some(&["foos.samplecontroller.k8s.io".to_string()][..]));
     }
 }
