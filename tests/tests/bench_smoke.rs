@@ -165,3 +165,30 @@ async fn every_benchmark_runs_at_a_tiny_scale() -> anyhow::Result<()> {
     assert_eq!(report::splice(&doc, &md), doc, "splicing twice is stable");
     Ok(())
 }
+
+/// 11. Admission latency: the same requests without a webhook and through kwop's, one client and
+/// several at once; every request "on" went through the webhook as both ends count it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn admission_latency_runs_at_a_tiny_scale() -> anyhow::Result<()> {
+    let cfg = config();
+    let a = bench::admission::admission(&cfg).await?;
+    assert_eq!(a.hooks.iter().map(|h| h.hook).collect::<Vec<_>>(), bench::admission::MEASURED);
+    for h in &a.hooks {
+        let runs = [(&h.seq_off, 1), (&h.seq_on, 1), (&h.conc_off, cfg.adm_clients), (&h.conc_on, cfg.adm_clients)];
+        for (l, clients) in runs {
+            assert_eq!((l.clients, l.requests), (clients, clients * cfg.adm_requests), "{h:?}");
+            assert!(l.p50_s > 0.0 && l.p99_s >= l.p50_s && l.wall_s > 0.0, "{h:?}");
+        }
+        assert_eq!((h.apiserver_seq.count, h.kwop_seq.count), (cfg.adm_requests as f64, cfg.adm_requests as f64));
+        let conc = (cfg.adm_clients * cfg.adm_requests) as f64;
+        assert_eq!((h.apiserver_conc.count, h.kwop_conc.count), (conc, conc));
+        // kwop's answer is a part of the API server's call to it.
+        assert!(h.kwop_seq.mean() > 0.0 && h.kwop_seq.mean() < h.apiserver_seq.mean(), "{h:?}");
+        assert!(h.kwop_cpu_s > 0.0, "{h:?}");
+    }
+    let r = Results { admission: Some(a), ..Results::default() };
+    let md = report::markdown(&r, None);
+    let row = format!("| validate | 1 × {} |", cfg.adm_requests);
+    assert!(md.contains("### 11. Admission latency at the API server") && md.contains(&row), "{md}");
+    Ok(())
+}

@@ -2,7 +2,7 @@
 //! on the same local control plane, plus the WASM-vs-native call cost.
 //!
 //! - [`scenarios`] runs each measurement (convergence, steady-state writes, memory, many plugins,
-//!   hot swap; [`shards`]: sharding across replicas) and returns plain numbers; [`Results`] holds them all. [`builds`] compares builds
+//!   hot swap; [`shards`]: sharding across replicas; [`admission`]: webhook latency) and returns plain numbers; [`Results`] holds them all. [`builds`] compares builds
 //!   of kwop (glibc, static musl) with the same scenarios.
 //! - [`report`] turns [`Results`] into the Markdown tables of `BENCHMARKS.md` and an SVG plot.
 //! - `kwop-bench` (src/bin/kwop_bench.rs) drives a full or quick run; `scripts/bench` is the one
@@ -10,10 +10,12 @@
 //! - The plugin call cost is measured with criterion (`benches/plugin_call.rs`); [`calls`] holds
 //!   the request it uses and a quick timer for the smoke test.
 
+pub mod admission;
 pub mod builds;
 pub mod calls;
 pub mod controllers;
 pub mod goals;
+pub mod histo;
 pub mod proc_stats;
 pub mod report;
 pub mod scenarios;
@@ -64,7 +66,8 @@ pub struct Config {
     pub samples: usize,
     /// Pause before measuring memory, and quiet time that counts as "kwop is idle", milliseconds.
     pub settle_ms: u64,
-    /// Which scenarios run (all when empty): conv, steady, memory, many, hotswap, builds.
+    /// Which scenarios run (all when empty): conv, steady, memory, many, hotswap, builds, shards,
+    /// tracing, admission.
     pub only: Vec<String>,
     /// Convergence: leave sample-controller out (what-if runs of kwop against the floor).
     #[serde(default)]
@@ -75,6 +78,12 @@ pub struct Config {
     /// Sharding: namespaces they are spread over.
     #[serde(default)]
     pub shard_namespaces: usize,
+    /// Admission latency: requests of one client, and of each of `adm_clients` concurrent ones.
+    #[serde(default)]
+    pub adm_requests: usize,
+    /// Admission latency: concurrent clients.
+    #[serde(default)]
+    pub adm_clients: usize,
 }
 
 impl Config {
@@ -101,6 +110,8 @@ impl Config {
             no_sample_controller: false,
             shard_foos: 3000,
             shard_namespaces: 60,
+            adm_requests: 500,
+            adm_clients: 50,
         }
     }
 
@@ -119,6 +130,7 @@ impl Config {
             swaps_cold: 2,
             shard_foos: 600,
             shard_namespaces: 30,
+            adm_requests: 100,
             ..Config::full(kwop, work)
         }
     }
@@ -142,6 +154,8 @@ impl Config {
             settle_ms: 500,
             shard_foos: 30,
             shard_namespaces: 10,
+            adm_requests: 10,
+            adm_clients: 4,
             ..Config::full(kwop, work)
         }
     }
@@ -375,6 +389,9 @@ pub struct Results {
     /// 10. Traces exported against none.
     #[serde(default)]
     pub traced: Option<traced::TracedRun>,
+    /// 11. Admission latency at the API server.
+    #[serde(default)]
+    pub admission: Option<admission::AdmissionRun>,
 }
 
 /// The cargo target folder the tests crate was built in (where the test plugins are).

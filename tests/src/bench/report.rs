@@ -407,6 +407,9 @@ pub fn markdown(r: &Results, svg_name: Option<&str>) -> String {
     if let Some(t) = &r.traced {
         o.push_str(&super::traced::markdown(t));
     }
+    if let Some(a) = &r.admission {
+        o.push_str(&super::admission::markdown(a));
+    }
 
     let _ = writeln!(o, "{END}");
     o

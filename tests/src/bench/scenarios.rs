@@ -26,7 +26,7 @@ pub(super) fn guest_foo_dir() -> Result<PathBuf> {
 }
 
 /// The precompile cache shared by the runs (hot swap uses fresh ones).
-fn cache_dir(cfg: &Config) -> PathBuf {
+pub(super) fn cache_dir(cfg: &Config) -> PathBuf {
     cfg.work.join("precompiled")
 }
 

@@ -2,7 +2,7 @@
 //! `scripts/bench`, which builds everything in release mode and runs criterion first).
 //!
 //! ```text
-//! kwop-bench [--quick | --smoke] [--only conv,steady,memory,many,hotswap,builds,shards] [--kwop PATH]
+//! kwop-bench [--quick | --smoke] [--only conv,steady,memory,many,hotswap,builds,shards,tracing,admission] [--kwop PATH]
 //!            [--compare LABEL=PATH]...
 //!            [--no-sample-controller] [--conv-sizes 100,1000] [--mem-sizes 1000,10000] [--reps N]
 //!            [--criterion DIR] [--out DIR] [--write-md BENCHMARKS.md] [--merge results.json]
@@ -30,7 +30,7 @@ struct Args {
 }
 
 fn usage() -> &'static str {
-    "usage: kwop-bench [--quick | --smoke] [--only conv,steady,memory,many,hotswap,builds,shards] [--kwop PATH]\n\
+    "usage: kwop-bench [--quick | --smoke] [--only conv,steady,memory,many,hotswap,builds,shards,tracing,admission] [--kwop PATH]\n\
      \x20                 [--compare LABEL=PATH]... (builds: other kwop binaries against --kwop)\n\
      \x20                 [--no-sample-controller] [--conv-sizes 100,1000] [--mem-sizes 1000,10000] [--reps N]\n\
      \x20                 [--criterion DIR] [--out DIR] [--write-md BENCHMARKS.md] [--merge results.json]\n\
@@ -213,6 +213,10 @@ fn main() -> Result<()> {
         }
         if cfg.runs("shards") {
             r.shards = Some(bench::shards::shards(&cfg).await?);
+            write_outputs(&a, &r)?;
+        }
+        if cfg.runs("admission") {
+            r.admission = Some(bench::admission::admission(&cfg).await?);
             write_outputs(&a, &r)?;
         }
         // Needs the collector (scripts/tools otelcol); not part of the suite's smoke run.
