@@ -188,7 +188,9 @@ async fn admission_latency_runs_at_a_tiny_scale() -> anyhow::Result<()> {
     }
     let r = Results { admission: Some(a), ..Results::default() };
     let md = report::markdown(&r, None);
-    let row = format!("| validate | 1 × {} |", cfg.adm_requests);
-    assert!(md.contains("### 11. Admission latency at the API server") && md.contains(&row), "{md}");
+    for hook in ["validate", "mutate", "convert"] {
+        let row = format!("| {hook} | 1 × {} |", cfg.adm_requests);
+        assert!(md.contains("### 11. Admission latency at the API server") && md.contains(&row), "{md}");
+    }
     Ok(())
 }

@@ -6,13 +6,19 @@
 //! cost as a client pays it. Beside them, the mean of the API server's own histogram of the
 //! webhook call and of kwop's histogram of its answer (both read from `/metrics`), and kwop's CPU.
 //!
-//! The order is fixed: every "off" run first (no kwop, no webhook configuration at all), then kwop
-//! starts, registers its webhook, and every "on" run follows on the same plane and namespace.
+//! The order is fixed: every "off" run first (no kwop, no webhook configuration at all, the Foo
+//! CRD converting with `strategy: None`), then kwop starts — running guest-foo as a
+//! ReconcilerPlugin that is granted the Foo CRD's conversion — registers its webhooks and takes
+//! the conversion over, and every "on" run follows on the same plane and namespace.
+//!
+//! guest-foo validates and mutates, so a create goes through both webhooks: the validate and mutate
+//! rows time the same request (each its own run); what each webhook costs on its own is in the
+//! second table (the API server's histogram of each call, by type, and kwop's of each route).
 
 use super::controllers::{self, Controller};
 use super::histo::Histo;
 use super::report::ratio;
-use super::scenarios::{cache_dir, guest_foo_dir, say, start_plane};
+use super::scenarios::{cache_dir, say, start_plane};
 use super::stats::percentile;
 use super::world::{foo_object, foo_resource, warm_up, FOO_GROUP};
 use super::Config;
@@ -20,8 +26,10 @@ use crate::host::http_get;
 use crate::plane::ControlPlane;
 use crate::procs::free_port;
 use anyhow::{bail, Context, Result};
-use kube::api::{Api, DynamicObject, PostParams};
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
 use serde::{Deserialize, Serialize};
+use serde_json::json;
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
@@ -32,20 +40,18 @@ pub enum Hook {
     /// The ValidatingWebhook kwop keeps for guest-foo (`validate`): a server-side dry-run create
     /// of a Foo.
     Validate,
-    // Still to come with the WIT 0.3 host's `/mutate/<plugin>` and `/convert/<plugin>` routes:
-    // add the variant, fill in the arms the compiler then asks for (`label`, `request`,
-    // `apiserver_metric`, `send`) and list it in MEASURED; the "off" run is the same request
-    // with no webhook registered.
-    // - Mutate: the MutatingWebhookConfiguration; the same dry-run create as Validate; the API
-    //   server's `apiserver_admission_webhook_admission_duration_seconds` with `type="admit"`.
-    // - Convert: a GET of a stored Foo at the version it is not stored at
-    //   (`/apis/samplecontroller.k8s.io/v1beta1/namespaces/NS/foos/NAME`), which makes the API
-    //   server call the CRD's conversion webhook (off: the CRD with `strategy: None`); the API
-    //   server's `apiserver_crd_conversion_webhook_duration_seconds`.
+    /// The MutatingWebhook kwop keeps for guest-foo (`mutate`, WIT 0.3): the same dry-run create.
+    Mutate,
+    /// The Foo CRD's conversion webhook (`convert`, WIT 0.3): a GET of a stored (v1alpha1) Foo at
+    /// v1beta1, which makes the API server call it (off: the CRD with `strategy: None`).
+    Convert,
 }
 
 /// The kinds measured, in the figure's order.
-pub const MEASURED: &[Hook] = &[Hook::Validate];
+pub const MEASURED: &[Hook] = &[Hook::Validate, Hook::Mutate, Hook::Convert];
+
+/// The stored Foo a conversion reads (a name the dry-run creates never use).
+const STORED: &str = "stored";
 
 /// The webhook configuration kwop keeps in the benchmark.
 const CONFIGURATION: &str = "kwop-bench-admission";
@@ -55,13 +61,18 @@ impl Hook {
     pub fn label(self) -> &'static str {
         match self {
             Hook::Validate => "validate",
+            Hook::Mutate => "mutate",
+            Hook::Convert => "convert",
         }
     }
 
     /// What the client sends, for the figure.
     pub fn request(self) -> &'static str {
         match self {
-            Hook::Validate => "server-side dry-run create of a Foo (`dryRun=All`: admitted, not stored)",
+            Hook::Validate | Hook::Mutate => {
+                "server-side dry-run create of a Foo (`dryRun=All`: admitted, not stored), through both webhooks when on"
+            }
+            Hook::Convert => "GET of a stored v1alpha1 Foo at v1beta1 (the API server converts it through the webhook when on)",
         }
     }
 
@@ -72,15 +83,38 @@ impl Hook {
                 "apiserver_admission_webhook_admission_duration_seconds",
                 &[("name", "guest-foo.kwop.dev"), ("type", "validating")],
             ),
+            Hook::Mutate => (
+                "apiserver_admission_webhook_admission_duration_seconds",
+                &[("name", "guest-foo.kwop.dev"), ("type", "admit")],
+            ),
+            Hook::Convert => {
+                ("apiserver_crd_conversion_webhook_duration_seconds", &[("crd_name", "foos.samplecontroller.k8s.io")])
+            }
+        }
+    }
+
+    /// kwop's histogram of its answers on this route.
+    fn kwop_metric(self) -> &'static str {
+        match self {
+            Hook::Validate => "kwop_admission_duration_seconds",
+            Hook::Mutate => "kwop_mutation_duration_seconds",
+            Hook::Convert => "kwop_conversion_duration_seconds",
         }
     }
 
     /// Sends request number `i` of this kind; an error if the API server refused it.
     async fn send(self, api: &Api<DynamicObject>, i: usize) -> Result<()> {
         match self {
-            Hook::Validate => {
+            Hook::Validate | Hook::Mutate => {
                 let dry = PostParams { dry_run: true, ..PostParams::default() };
                 api.create(&dry, &foo_object(FOO_GROUP, i)).await.map(drop).context("dry-run create of a Foo")
+            }
+            Hook::Convert => {
+                let _ = i;
+                let beta = ApiResource::from_gvk(&GroupVersionKind::gvk(FOO_GROUP, "v1beta1", "Foo"));
+                let ns = api.namespace().unwrap_or_default();
+                let at: Api<DynamicObject> = Api::namespaced_with(api.clone().into_client(), ns, &beta);
+                at.get(STORED).await.map(drop).context("GET of a Foo at v1beta1")
             }
         }
     }
@@ -179,9 +213,9 @@ fn apiserver_histo(plane: &ControlPlane, hook: Hook) -> Result<Histo> {
     Ok(Histo::read(&plane.kubectl_output(&["get", "--raw=/metrics"])?, name, labels))
 }
 
-fn kwop_histo(k: &Controller) -> Result<Histo> {
+fn kwop_histo(k: &Controller, hook: Hook) -> Result<Histo> {
     let port = k.port.context("not kwop")?;
-    Ok(Histo::read(&http_get(port, "/metrics")?.1, "kwop_admission_duration_seconds", &[("plugin", "guest-foo")]))
+    Ok(Histo::read(&http_get(port, "/metrics")?.1, hook.kwop_metric(), &[("plugin", "guest-foo")]))
 }
 
 /// Waits until a request of `hook` is answered through kwop's webhook (the configuration made,
@@ -215,6 +249,66 @@ fn through_all(hook: Hook, what: &str, sent: &Latency, apiserver: &Histo, kwop: 
     Ok(())
 }
 
+/// The label of the benchmark's ReconcilerPlugin.
+const SELECTOR: &str = "kwop.dev/bench=admission";
+
+/// A stored Foo to convert, and the Foo CRD's v1beta1 served (it ships unserved), converting
+/// with `strategy: None` until kwop takes the conversion over.
+async fn serve_v1beta1(plane: &ControlPlane, client: &kube::Client, api: &Api<DynamicObject>) -> Result<()> {
+    let mut stored = foo_object(FOO_GROUP, 0);
+    stored.metadata.name = Some(STORED.into());
+    // Its own Deployment (kwop reconciles it once on): the dry-run creates name theirs.
+    stored.data["spec"]["deploymentName"] = json!(STORED);
+    api.create(&PostParams::default(), &stored).await.context("the stored Foo")?;
+    let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
+        Api::all(client.clone());
+    let serve = json!([{ "op": "replace", "path": "/spec/versions/1/served", "value": true }]);
+    crds.patch(
+        "foos.samplecontroller.k8s.io",
+        &PatchParams::default(),
+        &Patch::<()>::Json(serde_json::from_value(serve)?),
+    )
+    .await
+    .context("serving v1beta1")?;
+    let start = Instant::now();
+    while plane.kubectl_output(&["get", "foos.v1beta1.samplecontroller.k8s.io", "-A"]).is_err() {
+        if start.elapsed() > Duration::from_secs(60) {
+            bail!("v1beta1 of the Foo CRD not served within 60 s");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    Ok(())
+}
+
+/// guest-foo as a ReconcilerPlugin (its component in the ConfigMap `plugins` of `ns`, the host's
+/// namespace) granted the Foo CRD's conversion.
+async fn granted_guest_foo(client: &kube::Client, ns: &str) -> Result<()> {
+    use base64::Engine as _;
+    let wasm = base64::engine::general_purpose::STANDARD.encode(std::fs::read(crate::plugins::GUEST_FOO)?);
+    let cm: k8s_openapi::api::core::v1::ConfigMap =
+        serde_json::from_value(json!({ "metadata": { "name": "plugins" }, "binaryData": { "guest-foo.wasm": wasm } }))?;
+    Api::namespaced(client.clone(), ns).create(&PostParams::default(), &cm).await.context("the plugins ConfigMap")?;
+    let (label, value) = SELECTOR.split_once('=').unwrap_or(("kwop.dev/bench", "admission"));
+    let rp = json!({
+        "apiVersion": "kwop.dev/v1alpha1", "kind": "ReconcilerPlugin",
+        "metadata": { "name": "guest-foo-bench", "labels": { label: value } },
+        "spec": {
+            "source": { "configMap": { "name": "plugins", "key": "guest-foo.wasm" } },
+            "grants": {
+                "primary": { "apiVersion": format!("{FOO_GROUP}/v1alpha1"), "kind": "Foo" },
+                "owns": [{ "apiVersion": "apps/v1", "kind": "Deployment" }],
+                "conversion": true,
+            },
+        },
+    });
+    let ar = ApiResource::from_gvk(&GroupVersionKind::gvk("kwop.dev", "v1alpha1", "ReconcilerPlugin"));
+    let rps: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
+    rps.patch("guest-foo-bench", &PatchParams::apply("kwop-bench").force(), &Patch::Apply(&rp))
+        .await
+        .context("the ReconcilerPlugin")?;
+    Ok(())
+}
+
 /// Runs the measurement on a fresh plane.
 pub async fn admission(cfg: &Config) -> Result<AdmissionRun> {
     let plane = start_plane()?;
@@ -222,6 +316,7 @@ pub async fn admission(cfg: &Config) -> Result<AdmissionRun> {
     let client = plane.client().await?;
     warm_up(&client, &ns).await?;
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns, &foo_resource(FOO_GROUP));
+    serve_v1beta1(&plane, &client, &api).await?;
     let mut off = Vec::new();
     for &hook in MEASURED {
         say(format!("admission: {} without a webhook", hook.label()));
@@ -236,20 +331,22 @@ pub async fn admission(cfg: &Config) -> Result<AdmissionRun> {
         format!("--webhook-configuration={CONFIGURATION}"),
         "--webhook-secret=kwop-bench-webhook".to_string(),
     ];
-    let k = controllers::kwop(&cfg.kwop, &plane, &guest_foo_dir()?, &cache_dir(cfg), &flags)?;
+    granted_guest_foo(&client, &ns).await?;
+    let source = ["--reconciler-plugins".to_string(), format!("--reconciler-plugin-selector={SELECTOR}")];
+    let k = controllers::kwop_with(&cfg.kwop, &plane, &source, &cache_dir(cfg), &flags)?;
     let mut hooks = Vec::new();
     for (&hook, (seq_off, conc_off)) in MEASURED.iter().zip(off) {
         until_through(&plane, hook, &api).await?;
         say(format!("admission: {} through kwop's webhook", hook.label()));
         let cpu0 = k.cpu();
         run(hook, &api, 1, 20).await?;
-        let (a0, k0) = (apiserver_histo(&plane, hook)?, kwop_histo(&k)?);
+        let (a0, k0) = (apiserver_histo(&plane, hook)?, kwop_histo(&k, hook)?);
         let seq_on = run(hook, &api, 1, cfg.adm_requests).await?;
-        let (a1, k1) = (apiserver_histo(&plane, hook)?, kwop_histo(&k)?);
+        let (a1, k1) = (apiserver_histo(&plane, hook)?, kwop_histo(&k, hook)?);
         run(hook, &api, cfg.adm_clients, 3).await?;
-        let (a2, k2) = (apiserver_histo(&plane, hook)?, kwop_histo(&k)?);
+        let (a2, k2) = (apiserver_histo(&plane, hook)?, kwop_histo(&k, hook)?);
         let conc_on = run(hook, &api, cfg.adm_clients, cfg.adm_requests).await?;
-        let (a3, k3) = (apiserver_histo(&plane, hook)?, kwop_histo(&k)?);
+        let (a3, k3) = (apiserver_histo(&plane, hook)?, kwop_histo(&k, hook)?);
         let (apiserver_seq, kwop_seq) = (a1.since(&a0), k1.since(&k0));
         let (apiserver_conc, kwop_conc) = (a3.since(&a2), k3.since(&k2));
         through_all(hook, "one client", &seq_on, &apiserver_seq, &kwop_seq)?;
@@ -331,11 +428,14 @@ pub fn markdown(a: &AdmissionRun) -> String {
     }
     let _ = writeln!(
         o,
-        "\nThe same \"on\" runs from both ends of the call, read from `/metrics`: the API server's \
-         `apiserver_admission_webhook_admission_duration_seconds` (its call to the webhook: connection, TLS, \
-         request, answer) and kwop's `kwop_admission_duration_seconds` (request read to answer written, the plugin's \
-         `validate` included). Means are exact (`_sum / _count`); the API server's buckets (5 ms, 25 ms, …) are too \
-         coarse for percentiles, kwop's (×2.5 apart) give the p99 to within a bucket.\n"
+        "\nThe same \"on\" runs from both ends of each call, read from `/metrics`: the API server's \
+         `apiserver_admission_webhook_admission_duration_seconds` (by type: `validating`, `admit`) and \
+         `apiserver_crd_conversion_webhook_duration_seconds` (its call to the webhook: connection, TLS, request, \
+         answer), and kwop's `kwop_admission_duration_seconds`, `kwop_mutation_duration_seconds` and \
+         `kwop_conversion_duration_seconds` (request read to answer written, the plugin's call included). This is \
+         where validate and mutate part: each row is that webhook's own call. Means are exact (`_sum / _count`); \
+         the API server's buckets (5 ms, 25 ms, …) are too coarse for percentiles, kwop's (×2.5 apart) give the \
+         p99 to within a bucket. kwop's CPU is its whole process over the run (both webhooks of a create).\n"
     );
     let _ = writeln!(
         o,
