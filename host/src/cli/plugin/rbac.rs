@@ -92,6 +92,9 @@ pub fn run(a: RbacArgs) -> anyhow::Result<ExitCode> {
                 return skeleton(&p.info, file, a.oci.as_deref());
             }
             let mut g = Grants::from_info(&p.info);
+            // What the component asks for: the conversion of its primary's CRD if it converts
+            // (folder mode never converts; a ReconcilerPlugin granting it needs these rules).
+            g.conversion = p.info.converts();
             if !a.namespaces.is_empty() {
                 for n in &a.namespaces {
                     if !crate::vocab::is_dns_label(n) {
