@@ -13,7 +13,7 @@ use super::decide::{self, Verdict};
 use super::mutation::{self, Checked};
 use super::review::{respond, AppState, Received, UNKNOWN};
 use super::{Registry, Validating};
-use crate::plugin::{AdmissionRequest, CacheView, CallError, CallSpec, Operation};
+use crate::plugin::{AdmissionRequest, CacheView, CallError, Operation};
 use crate::telemetry::Metrics;
 use crate::watch::view::RecordingCache;
 use axum::extract::{Path, Request, State};
@@ -21,7 +21,7 @@ use axum::response::Response;
 use kube::core::admission::{self, AdmissionResponse};
 use serde_json::Value;
 use std::sync::Arc;
-use std::time::{Instant, SystemTime};
+use std::time::Instant;
 
 fn mutates(v: &Arc<Validating>) -> bool {
     v.plugin.info.mutates()
@@ -138,13 +138,7 @@ async fn decide_request(registry: &Registry, name: &str, r: &Received, deadline:
         dry_run: req.dry_run,
         subresource: None,
     };
-    let spec = CallSpec {
-        object: format!("{}/{}", ns.as_deref().unwrap_or(""), req.name),
-        uid: object.metadata.uid.clone().unwrap_or_default(),
-        resource_version: object.metadata.resource_version.clone().unwrap_or_default(),
-        started_at: SystemTime::now(),
-        clock_read: None,
-    };
+    let spec = super::review::call_spec(ns.as_deref(), &req.name, object);
     let view = Arc::new(RecordingCache::new(v.caches.clone(), ns, v.plugin.grants.clone()));
     let call = v.plugin.mutate(request, spec, view as Arc<dyn CacheView>, Some(registry.config().call_deadline()));
     let call = tracing::Instrument::instrument(

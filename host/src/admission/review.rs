@@ -65,3 +65,15 @@ pub(super) async fn receive(
         .filter(serde_json::Value::is_object);
     Ok(Received { _slot: slot, req, raw_object })
 }
+
+/// What a plugin call about an admitted `object` (`name` in `ns`) is about: the object for logs,
+/// and its uid and resourceVersion for the call's deterministic random bytes, starting now.
+pub(super) fn call_spec(ns: Option<&str>, name: &str, object: &kube::core::DynamicObject) -> crate::plugin::CallSpec {
+    crate::plugin::CallSpec {
+        object: format!("{}/{name}", ns.unwrap_or("")),
+        uid: object.metadata.uid.clone().unwrap_or_default(),
+        resource_version: object.metadata.resource_version.clone().unwrap_or_default(),
+        started_at: std::time::SystemTime::now(),
+        clock_read: None,
+    }
+}

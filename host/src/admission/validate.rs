@@ -4,57 +4,37 @@
 //! allowed.
 
 use super::decide::{self, Verdict};
-use super::review::{respond, AppState, MAX_BODY, UNKNOWN};
+use super::review::{respond, AppState, UNKNOWN};
 use super::Registry;
-use crate::plugin::{AdmissionRequest, CacheView, CallSpec, Operation};
+use crate::plugin::{AdmissionRequest, CacheView, Operation};
 use crate::telemetry::Metrics;
 use crate::watch::view::RecordingCache;
 use axum::extract::{Path, Request, State};
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use axum::Json;
-use kube::core::admission::{self, AdmissionResponse, AdmissionReview};
+use axum::response::Response;
+use kube::core::admission::{self, AdmissionResponse};
 use kube::core::DynamicObject;
 use std::sync::Arc;
-use std::time::{Instant, SystemTime};
+use std::time::Instant;
 
 pub(super) async fn handle(State(s): State<AppState>, Path(name): Path<String>, request: Request) -> Response {
     let started = Instant::now();
-    let timeout = s.registry.config().timeout;
     // The path is the caller's: a metric label only once it names a plugin that validates here.
     let label = if s.registry.get(&name).is_some_and(|v| v.plugin.info.validates) { name.as_str() } else { UNKNOWN };
-    let Ok(Ok(_slot)) = tokio::time::timeout(timeout, s.in_flight.clone().acquire_owned()).await else {
+    let busy = || {
         s.metrics.admission.get_or_create(&Metrics::result_labels(label, "busy")).inc();
-        return (StatusCode::SERVICE_UNAVAILABLE, "the webhook is busy").into_response();
     };
-    let body = match axum::body::to_bytes(request.into_body(), MAX_BODY).await {
-        Ok(b) => b,
-        Err(e) => {
-            return (StatusCode::PAYLOAD_TOO_LARGE, format!("body not read (at most {MAX_BODY} bytes): {e}"))
-                .into_response()
-        }
-    };
-    let review: AdmissionReview<DynamicObject> = match serde_json::from_slice(&body) {
+    let received = match super::review::receive(&s, request, busy).await {
         Ok(r) => r,
-        Err(e) => {
-            let msg = format!("not an AdmissionReview: {e}");
-            return (StatusCode::BAD_REQUEST, Json(AdmissionResponse::invalid(msg).into_review())).into_response();
-        }
+        Err(response) => return response,
     };
-    let req: admission::AdmissionRequest<DynamicObject> = match review.try_into() {
-        Ok(r) => r,
-        Err(e) => {
-            let msg = format!("an AdmissionReview without a request: {e}");
-            return (StatusCode::BAD_REQUEST, Json(AdmissionResponse::invalid(msg).into_review())).into_response();
-        }
-    };
+    let req = &received.req;
     let deadline = tokio::time::Instant::from_std(started) + s.registry.config().call_deadline();
     // One trace per admission call (when traces are exported): the plugin's call nests in it.
     let span = tracing::info_span!("admission", plugin = %name, kind = %req.kind.kind, operation = ?req.operation,
         object = %format!("{}/{}", req.namespace.as_deref().unwrap_or(""), req.name),
         subresource = req.sub_resource.as_deref().unwrap_or(""), result = tracing::field::Empty);
     let (verdict, policy_label) =
-        tracing::Instrument::instrument(decide_request(&s.registry, &name, &req, deadline), span.clone()).await;
+        tracing::Instrument::instrument(decide_request(&s.registry, &name, req, deadline), span.clone()).await;
     span.record("result", verdict.label());
     let m = &s.metrics;
     m.admission.get_or_create(&Metrics::result_labels(label, verdict.label())).inc();
@@ -67,7 +47,7 @@ pub(super) async fn handle(State(s): State<AppState>, Path(name): Path<String>, 
         }
         _ => tracing::debug!(plugin = %name, %object, "admission allowed"),
     }
-    let mut resp = AdmissionResponse::from(&req);
+    let mut resp = AdmissionResponse::from(req);
     if !verdict.warnings.is_empty() {
         resp.warnings = Some(verdict.warnings.clone());
     }
@@ -146,13 +126,7 @@ async fn decide_request(
         dry_run: req.dry_run,
         subresource: scale.then(|| "scale".to_string()),
     };
-    let spec = CallSpec {
-        object: format!("{}/{}", ns.as_deref().unwrap_or(""), req.name),
-        uid: object.metadata.uid.clone().unwrap_or_default(),
-        resource_version: object.metadata.resource_version.clone().unwrap_or_default(),
-        started_at: SystemTime::now(),
-        clock_read: None,
-    };
+    let spec = super::review::call_spec(ns.as_deref(), &req.name, &object);
     let view = Arc::new(RecordingCache::new(v.caches.clone(), ns, v.plugin.grants.clone()));
     // The webhook's timeout bounds the whole request: waiting for an instance and the memory
     // budget included, not only the call.
