@@ -13,9 +13,8 @@
 //! `ConversionRefused` on the ReconcilerPlugin say which versions. The host needs `get` and
 //! `patch` on the CRD (`deploy/`: the Foo CRD by name; other CRDs an admin adds).
 
-use super::{AdmissionConfig, CertSource, Endpoint, Registry};
+use super::{AdmissionConfig, CertSource, Registry};
 use crate::leader::Leadership;
-use base64::Engine as _;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, Patch, PatchParams};
 use kube::Client;
@@ -32,16 +31,7 @@ pub const CHECK: Duration = Duration::from_secs(4);
 
 /// `spec.conversion` sending `plugin`'s CRD to this host.
 pub fn webhook(config: &AdmissionConfig, plugin: &str, ca: Option<&str>) -> Value {
-    let path = format!("/convert/{plugin}");
-    let mut client = match &config.endpoint {
-        Endpoint::Service { namespace, name } => {
-            json!({ "service": { "namespace": namespace, "name": name, "path": path, "port": 443 } })
-        }
-        Endpoint::Url(base) => json!({ "url": format!("{}{path}", base.trim_end_matches('/')) }),
-    };
-    if let (CertSource::SelfSigned, Some(ca)) = (config.certs, ca) {
-        client["caBundle"] = json!(base64::engine::general_purpose::STANDARD.encode(ca));
-    }
+    let client = super::webhooks::client_config(config, &format!("/convert/{plugin}"), ca);
     json!({ "strategy": "Webhook", "webhook": { "conversionReviewVersions": ["v1"], "clientConfig": client } })
 }
 
@@ -203,6 +193,8 @@ async fn keep(api: &Api<CustomResourceDefinition>, crd: &str, w: &Wanted, want: 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::admission::Endpoint;
+    use base64::Engine as _;
 
     fn config(endpoint: Endpoint) -> AdmissionConfig {
         AdmissionConfig {

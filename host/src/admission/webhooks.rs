@@ -33,6 +33,21 @@ pub fn webhook_name(plugin: &str) -> String {
     format!("{plugin}.kwop.dev")
 }
 
+/// How the API server reaches `path` on this host (webhook configurations and CRD conversion
+/// alike): this host's Service or URL, and the CA to trust when the host makes its own.
+pub fn client_config(config: &AdmissionConfig, path: &str, ca: Option<&str>) -> Value {
+    let mut client = match &config.endpoint {
+        Endpoint::Service { namespace, name } => {
+            json!({ "service": { "namespace": namespace, "name": name, "path": path, "port": 443 } })
+        }
+        Endpoint::Url(base) => json!({ "url": format!("{}{path}", base.trim_end_matches('/')) }),
+    };
+    if let (CertSource::SelfSigned, Some(ca)) = (config.certs, ca) {
+        client["caBundle"] = json!(base64::engine::general_purpose::STANDARD.encode(ca));
+    }
+    client
+}
+
 /// Which of the two configurations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Hook {
@@ -100,15 +115,7 @@ fn webhook(
         Hook::Validating => format!("/validate/{name}"),
         Hook::Mutating => format!("/mutate/{name}"),
     };
-    let mut client = match &config.endpoint {
-        Endpoint::Service { namespace, name: svc } => {
-            json!({ "service": { "namespace": namespace, "name": svc, "path": path, "port": 443 } })
-        }
-        Endpoint::Url(base) => json!({ "url": format!("{}{path}", base.trim_end_matches('/')) }),
-    };
-    if let (CertSource::SelfSigned, Some(ca)) = (config.certs, ca) {
-        client["caBundle"] = json!(base64::engine::general_purpose::STANDARD.encode(ca));
-    }
+    let client = client_config(config, &path, ca);
     let mut h = json!({
         "name": webhook_name(name),
         "admissionReviewVersions": ["v1"],
