@@ -74,24 +74,9 @@ pub enum PluginCommand {
     Validate {
         /// The component.
         file: PathBuf,
-        /// The object to admit (JSON or YAML file, or - for stdin).
-        #[arg(long)]
-        object: PathBuf,
-        /// The stored object, for an UPDATE.
-        #[arg(long)]
-        old: Option<PathBuf>,
-        /// Objects for the cache (as `reconcile --observed`). Repeatable.
-        #[arg(long)]
-        observed: Vec<PathBuf>,
-        /// CustomResourceDefinition files (which kinds are namespaced).
-        #[arg(long = "crd", value_name = "FILE")]
-        crds: Vec<PathBuf>,
-        /// The request's instant, RFC 3339 [default: now].
-        #[arg(long, value_parser = humantime::parse_rfc3339_weak)]
-        now: Option<std::time::SystemTime>,
-        /// Sandbox limits.
+        /// The request.
         #[command(flatten)]
-        sandbox: SandboxArgs,
+        request: reconcile::AdmitArgs,
     },
     /// Run a plugin's `mutate` offline, as the host's mutating webhook would for a CREATE (or,
     /// with --old, an UPDATE) of the object, with the host's check that it changes only what the
@@ -101,24 +86,9 @@ pub enum PluginCommand {
     Mutate {
         /// The component.
         file: PathBuf,
-        /// The object to admit (JSON or YAML file, or - for stdin).
-        #[arg(long)]
-        object: PathBuf,
-        /// The stored object, for an UPDATE.
-        #[arg(long)]
-        old: Option<PathBuf>,
-        /// Objects for the cache (as `reconcile --observed`). Repeatable.
-        #[arg(long)]
-        observed: Vec<PathBuf>,
-        /// CustomResourceDefinition files (which kinds are namespaced).
-        #[arg(long = "crd", value_name = "FILE")]
-        crds: Vec<PathBuf>,
-        /// The request's instant, RFC 3339 [default: now].
-        #[arg(long, value_parser = humantime::parse_rfc3339_weak)]
-        now: Option<std::time::SystemTime>,
-        /// Sandbox limits.
+        /// The request.
         #[command(flatten)]
-        sandbox: SandboxArgs,
+        request: reconcile::AdmitArgs,
     },
     /// Re-run reconciles recorded by `kwop run --record` (or any fixtures) with a plugin, each at
     /// its recorded clock, and diff the outcomes against the recorded ones. Prints a JSON report;
@@ -205,13 +175,11 @@ pub fn run(cmd: PluginCommand) -> anyhow::Result<ExitCode> {
             let p = load(&file, &sandbox)?;
             reconcile::reconcile(&p, &primary, &observed, !no_fence, &crds, now)
         }
-        PluginCommand::Validate { file, object, old, observed, crds, now, sandbox } => {
-            let p = load(&file, &sandbox)?;
-            reconcile::validate(&p, &object, old.as_deref(), &observed, &crds, now)
+        PluginCommand::Validate { file, request } => {
+            reconcile::admit(&load(&file, &request.sandbox)?, &request, crate::offline::validate_offline)
         }
-        PluginCommand::Mutate { file, object, old, observed, crds, now, sandbox } => {
-            let p = load(&file, &sandbox)?;
-            reconcile::mutate(&p, &object, old.as_deref(), &observed, &crds, now)
+        PluginCommand::Mutate { file, request } => {
+            reconcile::admit(&load(&file, &request.sandbox)?, &request, crate::offline::mutate_offline)
         }
         PluginCommand::Test { file, fixtures, crds, update, ignore, sandbox } => {
             let schemas = crate::offline::load_crds(&crds)?;

@@ -4,8 +4,9 @@
 //! the outcome or the object is refused.
 
 use super::{all_objects, first_object, print_json};
-use crate::offline::{load_crds, mutate_offline, reconcile_offline_at, validate_offline, Checks};
+use crate::offline::{load_crds, reconcile_offline_at, Checks};
 use crate::plugin::LoadedPlugin;
+use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::SystemTime;
@@ -34,36 +35,40 @@ pub(super) fn reconcile(
     Ok(code(ok))
 }
 
-pub(super) fn validate(
-    p: &LoadedPlugin,
-    object: &Path,
-    old: Option<&Path>,
-    observed: &[PathBuf],
-    crds: &[PathBuf],
+/// What `kwop plugin validate` and `kwop plugin mutate` are asked (one admission request).
+#[derive(clap::Args, Debug)]
+pub struct AdmitArgs {
+    /// The object to admit (JSON or YAML file, or - for stdin).
+    #[arg(long)]
+    object: PathBuf,
+    /// The stored object, for an UPDATE.
+    #[arg(long)]
+    old: Option<PathBuf>,
+    /// Objects for the cache (as `reconcile --observed`). Repeatable.
+    #[arg(long)]
+    observed: Vec<PathBuf>,
+    /// CustomResourceDefinition files (which kinds are namespaced).
+    #[arg(long = "crd", value_name = "FILE")]
+    crds: Vec<PathBuf>,
+    /// The request's instant, RFC 3339 [default: now].
+    #[arg(long, value_parser = humantime::parse_rfc3339_weak)]
     now: Option<SystemTime>,
-) -> anyhow::Result<ExitCode> {
-    let schemas = load_crds(crds)?;
-    let object = first_object(object)?;
-    let old = old.map(first_object).transpose()?;
-    let objects = all_objects(observed)?;
-    let (out, ok) = validate_offline(p, object, old, objects, &schemas, now);
-    print_json(&out)?;
-    Ok(code(ok))
+    /// Sandbox limits.
+    #[command(flatten)]
+    pub(super) sandbox: super::SandboxArgs,
 }
 
-pub(super) fn mutate(
-    p: &LoadedPlugin,
-    object: &Path,
-    old: Option<&Path>,
-    observed: &[PathBuf],
-    crds: &[PathBuf],
-    now: Option<SystemTime>,
-) -> anyhow::Result<ExitCode> {
-    let schemas = load_crds(crds)?;
-    let object = first_object(object)?;
-    let old = old.map(first_object).transpose()?;
-    let objects = all_objects(observed)?;
-    let (out, ok) = mutate_offline(p, object, old, objects, &schemas, now);
+/// The offline engine's answer to one admission request: (what to print, allowed).
+type Admit =
+    fn(&LoadedPlugin, Value, Option<Value>, Vec<Value>, &crate::schema::Schemas, Option<SystemTime>) -> (Value, bool);
+
+/// One admission request offline, answered by `run` (`validate_offline` or `mutate_offline`).
+pub(super) fn admit(p: &LoadedPlugin, a: &AdmitArgs, run: Admit) -> anyhow::Result<ExitCode> {
+    let schemas = load_crds(&a.crds)?;
+    let object = first_object(&a.object)?;
+    let old = a.old.as_deref().map(first_object).transpose()?;
+    let objects = all_objects(&a.observed)?;
+    let (out, ok) = run(p, object, old, objects, &schemas, a.now);
     print_json(&out)?;
     Ok(code(ok))
 }
